@@ -1,0 +1,1 @@
+"""Command-line subcommands; each module offers `register(subparsers)`."""

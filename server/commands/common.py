@@ -1,0 +1,45 @@
+"""Helpers shared by the subcommands: projects folder choice, errors, JSON output."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import orjson
+
+from storage.paths import default_projects_dir
+
+EXAMPLE_PROJECTS = Path(__file__).resolve().parents[2] / "examples" / "projects"
+
+
+class CommandError(Exception):
+    """A user error: printed as one line on stderr, exit status 2."""
+
+
+def add_projects_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--projects-dir",
+        type=Path,
+        default=None,
+        help="projects folder (default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects)",
+    )
+
+
+def projects_dir(args: argparse.Namespace, *, must_exist: bool = True) -> Path:
+    chosen = args.projects_dir if args.projects_dir is not None else default_projects_dir()
+    chosen = Path(chosen).expanduser()
+    if must_exist and not chosen.is_dir():
+        raise CommandError(f"projects folder does not exist: {chosen}")
+    return chosen
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
+
+
+def fail(message: str, status: int = 2) -> NoReturn:
+    print(f"session-lsp: {message}", file=sys.stderr)
+    raise SystemExit(status)

@@ -1,0 +1,199 @@
+"""`list`, `chain` and `overview`: the read side of storage on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from server.commands.common import (
+    EXAMPLE_PROJECTS,
+    CommandError,
+    add_projects_dir,
+    print_json,
+    projects_dir,
+)
+from storage.lookup import SessionNotFound, find_continue, resolve_session
+from storage.paths import candidate_project_dirs, default_projects_dir, resolve_cwd
+from storage.resume import NotATranscript, Resumed, resume
+from storage.sessions import SessionInfo, list_sessions, text_of
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("list", help="list sessions, newest first")
+    add_projects_dir(p)
+    p.add_argument("--cwd", help="only the sessions of this working directory")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("chain", help="the conversation that resume rebuilds")
+    p.add_argument("session", nargs="?", help="session id, title or FILE.jsonl")
+    p.add_argument("--continue", dest="cont", action="store_true", help="the latest session of --cwd")
+    p.add_argument("--cwd", default=None, help="working directory (default: the current one)")
+    add_projects_dir(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_chain)
+
+    p = sub.add_parser("overview", help="sessions with their chains and problems (the main job)")
+    add_projects_dir(p)
+    p.set_defaults(func=cmd_overview)
+
+
+def relative_time(iso: str | None, now: datetime | None = None) -> str:
+    if not iso:
+        return "?"
+    try:
+        then = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return iso
+    secs = ((now or datetime.now(timezone.utc)) - then).total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            return f"{int(secs // size)}{unit} ago"
+    return "just now"
+
+
+def human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def _sessions(args: argparse.Namespace) -> list[SessionInfo]:
+    root = projects_dir(args)
+    dirs = candidate_project_dirs(root, resolve_cwd(args.cwd)) if args.cwd else None
+    return list_sessions(root, dirs)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    sessions = _sessions(args)
+    if args.json:
+        print_json([s.to_json() for s in sessions])
+        return 0
+    if not sessions:
+        print("no sessions")
+        return 0
+    print(f"{'SESSION':36}  {'MODIFIED':>9}  {'MSGS':>5}  {'SIZE':>8}  TITLE")
+    for s in sessions:
+        extra = f"  [fork of {s.forked_from.get('sessionId', '?')[:8]}]" if s.forked_from else ""
+        subs = f"  [{len(s.subagents)} subagent(s)]" if s.subagents else ""
+        print(
+            f"{s.session_id:36}  {relative_time(s.modified):>9}  {s.message_count:>5}  "
+            f"{human_size(s.size):>8}  {s.title}{extra}{subs}"
+        )
+        print(f"{'':36}  {s.cwd or '?'}")
+    return 0
+
+
+def _resolve(args: argparse.Namespace) -> Path:
+    cwd = args.cwd or os.getcwd()
+    if args.session and args.session.endswith(".jsonl"):
+        return resolve_session(Path("."), args.session)
+    root = projects_dir(args)
+    if args.cont:
+        return find_continue(root, cwd)
+    if not args.session:
+        raise CommandError("give a session id, a title, a FILE.jsonl or --continue")
+    return resolve_session(root, args.session, args.cwd)
+
+
+def load_resumed(path: Path) -> Resumed:
+    try:
+        return resume(path)
+    except NotATranscript as exc:
+        raise CommandError(str(exc)) from exc
+    except OSError as exc:
+        raise CommandError(f"{path}: {exc.strerror or exc}") from exc
+
+
+def cmd_chain(args: argparse.Namespace) -> int:
+    try:
+        path = _resolve(args)
+    except SessionNotFound as exc:
+        raise CommandError(str(exc)) from exc
+    resumed = load_resumed(path)
+    if args.json:
+        print_json(resumed.to_json())
+        return 0
+    print_conversation(resumed)
+    return 0
+
+
+def _block_line(block: Any) -> str:
+    if not isinstance(block, dict):
+        return str(block)
+    btype = block.get("type")
+    if btype == "text":
+        return str(block.get("text", ""))
+    if btype == "tool_use":
+        return f"[tool call {block.get('name')} {block.get('id')}] {_short(block.get('input'))}"
+    if btype == "tool_result":
+        err = " error" if block.get("is_error") else ""
+        return f"[tool result{err} {block.get('tool_use_id')}] {_short(text_of(block.get('content')))}"
+    if btype in ("thinking", "redacted_thinking"):
+        return "[thinking]"
+    return f"[{btype}]"
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def print_conversation(resumed: Resumed, *, indent: str = "") -> None:
+    leaf = resumed.chain.leaf.uuid if resumed.chain.leaf else None
+    print(f"{indent}session {resumed.session_id}  leaf {leaf}  ({len(resumed.chain.rows)} rows on the chain)")
+    for msg in resumed.messages:
+        role = msg["role"]
+        for i, block in enumerate(msg["content"]):
+            head = f"{role:>9}: " if i == 0 else " " * 11
+            text = _block_line(block)
+            lines = text.splitlines() or [""]
+            if role == "system":
+                lines = [_short(text, 100)]
+            print(f"{indent}{head}{lines[0]}")
+            for extra in lines[1:12]:
+                print(f"{indent}{' ' * 11}{extra}")
+            if len(lines) > 12:
+                print(f"{indent}{' ' * 11}… ({len(lines) - 12} more lines)")
+        if not msg["content"]:
+            print(f"{indent}{role:>9}: (empty)")
+
+
+def cmd_overview(args: argparse.Namespace) -> int:
+    if args.projects_dir is None and not default_projects_dir().is_dir():
+        args.projects_dir = EXAMPLE_PROJECTS
+        print(f"(no {default_projects_dir()}: using the bundled example {EXAMPLE_PROJECTS})\n")
+    root = projects_dir(args)
+    sessions = list_sessions(root)
+    print(f"{len(sessions)} session(s) under {root}\n")
+    problems = 0
+    for s in sessions:
+        print("=" * 100)
+        print(f"{s.title}\n  {s.session_id}  {s.cwd}  {s.message_count} messages, {human_size(s.size)}")
+        if s.forked_from:
+            print(f"  forked from {s.forked_from}")
+        for sub in s.subagents:
+            print(f"  subagent {sub['agentId']} ({sub.get('agentType')}): {sub['path']}")
+        try:
+            resumed = resume(s.path)
+        except (NotATranscript, OSError) as exc:
+            print(f"  cannot resume: {exc}")
+            problems += 1
+            continue
+        print_conversation(resumed, indent="  ")
+        for line_problem in resumed.transcript.problems:
+            problems += 1
+            print(f"  problem: {s.path}:{line_problem.line + 1}: {line_problem.message}")
+        for child, parent in resumed.chain.fallbacks:
+            problems += 1
+            print(f"  problem: {s.path}:{child.line + 1}: parent {child.parent} missing; bridged by time")
+        print()
+    print(f"{len(sessions)} session(s), {problems} problem(s)")
+    return 0

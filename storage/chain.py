@@ -1,0 +1,215 @@
+"""The chain that `claude --resume` rebuilds from a transcript (CLI 2.1.328 behaviour).
+
+Leaf choice, the parent walk with its seen-set and 5 s timestamp fallback, progress bridging,
+compact boundaries, recovery of orphaned parallel tool calls and results, preserved segments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from storage.rows import Row
+from storage.transcript import Transcript
+
+FALLBACK_SECONDS = 5.0
+
+
+@dataclass
+class Chain:
+    leaf: Row | None
+    rows: list[Row] = field(default_factory=list)
+    stop: str = "empty"
+    """Why the walk ended: root, compact-boundary, cycle, missing-parent, empty."""
+    fallbacks: list[tuple[Row, Row]] = field(default_factory=list)
+    """(child, adopted parent) pairs where a missing parent was bridged by timestamp."""
+    recovered: list[Row] = field(default_factory=list)
+    """Rows put back by the orphaned parallel tool call step."""
+    preserved: list[Row] = field(default_factory=list)
+    """Rows relinked from a compact boundary's preserved segment."""
+
+    @property
+    def uuids(self) -> list[str]:
+        return [r.uuid for r in self.rows if r.uuid]
+
+    @property
+    def boundary(self) -> Row | None:
+        return self.rows[0] if self.rows and self.rows[0].is_compact_boundary else None
+
+
+def parse_ts(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _to_message_row(t: Transcript, row: Row) -> Row:
+    """Walk back from a non-user/assistant pick to the nearest user/assistant row."""
+    seen: set[str] = set()
+    cur: Row | None = row
+    while cur is not None and cur.uuid not in seen:
+        if cur.is_message:
+            return cur
+        seen.add(cur.uuid or "")
+        cur = t.nodes.get(cur.parent) if cur.parent else None
+    return row
+
+
+def choose_leaf(t: Transcript) -> Row | None:
+    """Last existing `last-prompt.leafUuid`; else the last main-chain user/assistant row; else the
+    newest row that nothing points at."""
+    nodes = t.nodes
+    for row in reversed(t.rows):
+        if row.type == "last-prompt" and row.leaf_uuid and row.leaf_uuid in nodes:
+            return _to_message_row(t, nodes[row.leaf_uuid])
+    for row in reversed(t.rows):
+        if row.is_message and not row.sidechain and row.uuid:
+            return nodes[row.uuid]
+    parents = {r.parent for r in nodes.values() if r.parent}
+    tips = [r for r in nodes.values() if r.is_chain_row and r.uuid not in parents]
+    if not tips:
+        return None
+    best = max(tips, key=lambda r: (parse_ts(r.timestamp) or 0.0, r.order))
+    return _to_message_row(t, best)
+
+
+def _fallback_parent(t: Transcript, child: Row, seen: set[str]) -> Row | None:
+    """The newest earlier row of the same sidechain-ness at most 5 s older than `child`."""
+    child_ts = parse_ts(child.timestamp)
+    if child_ts is None:
+        return None
+    best: Row | None = None
+    best_key: tuple[float, int] = (float("-inf"), -1)
+    for row in t.nodes.values():
+        if row.order >= child.order or row.uuid in seen or not row.is_chain_row:
+            continue
+        if row.sidechain != child.sidechain or row.type == "progress":
+            continue
+        ts = parse_ts(row.timestamp)
+        if ts is None or ts > child_ts or child_ts - ts > FALLBACK_SECONDS:
+            continue
+        key = (ts, row.order)
+        if key > best_key:
+            best, best_key = row, key
+    return best
+
+
+def walk(t: Transcript, leaf: Row) -> Chain:
+    """The parent walk from `leaf`, reversed into conversation order (no recovery steps)."""
+    chain = Chain(leaf=leaf)
+    out: list[Row] = []
+    seen: set[str] = set()
+    cur: Row | None = leaf
+    while cur is not None:
+        if cur.uuid in seen:
+            chain.stop = "cycle"
+            break
+        seen.add(cur.uuid or "")
+        if cur.type != "progress":
+            out.append(cur)
+        if cur.is_compact_boundary:
+            chain.stop = "compact-boundary"
+            break
+        if cur.parent is None:
+            chain.stop = "root"
+            break
+        nxt = t.nodes.get(cur.parent)
+        if nxt is None:
+            nxt = _fallback_parent(t, cur, seen)
+            if nxt is None:
+                chain.stop = "missing-parent"
+                break
+            chain.fallbacks.append((cur, nxt))
+        cur = nxt
+    out.reverse()
+    chain.rows = out
+    return chain
+
+
+def _ts_key(row: Row) -> tuple[float, int]:
+    return (parse_ts(row.timestamp) or 0.0, row.order)
+
+
+def recover_parallel(t: Transcript, chain: Chain) -> None:
+    """Put back sibling rows of one response and the tool results hanging off them."""
+    rows = chain.rows
+    on_chain = {r.uuid for r in rows}
+    by_message: dict[str, list[Row]] = {}
+    for row in t.nodes.values():
+        if row.type == "assistant" and row.message_id:
+            by_message.setdefault(row.message_id, []).append(row)
+    if not by_message:
+        return
+    results_of: dict[str, list[Row]] = {}
+    for row in t.nodes.values():
+        if row.type == "user" and row.tool_result_ids:
+            for anchor in {row.parent, row.source_tool_assistant}:
+                if anchor:
+                    results_of.setdefault(anchor, []).append(row)
+    last_index: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        if row.type == "assistant" and row.message_id:
+            last_index[row.message_id] = i
+    inserts: list[tuple[int, list[Row]]] = []
+    for mid, idx in last_index.items():
+        sidechain = rows[idx].sidechain
+        members = [r for r in by_message.get(mid, ()) if r.sidechain == sidechain]
+        siblings = sorted((r for r in members if r.uuid not in on_chain), key=_ts_key)
+        for r in siblings:
+            on_chain.add(r.uuid)
+        results: list[Row] = []
+        for member in members:
+            for res in results_of.get(member.uuid or "", ()):
+                if res.uuid not in on_chain:
+                    on_chain.add(res.uuid)
+                    results.append(res)
+        results.sort(key=_ts_key)
+        if siblings or results:
+            inserts.append((idx, siblings + results))
+    for idx, extra in sorted(inserts, key=lambda x: x[0], reverse=True):
+        rows[idx + 1 : idx + 1] = extra
+        chain.recovered.extend(extra)
+
+
+def relink_preserved(t: Transcript, chain: Chain) -> None:
+    """After the chain's compact boundary, put the preserved rows right after their anchor."""
+    boundary = chain.boundary
+    if boundary is None or boundary.preserved is None:
+        return
+    anchor, head, tail, listed = boundary.preserved
+    segment: list[Row] = []
+    if head and tail and head in t.nodes and tail in t.nodes:
+        cur: Row | None = t.nodes[tail]
+        seen: set[str] = set()
+        while cur is not None and cur.uuid not in seen:
+            seen.add(cur.uuid or "")
+            segment.append(cur)
+            if cur.uuid == head:
+                break
+            cur = t.nodes.get(cur.parent) if cur.parent else None
+        segment.reverse()
+        if not segment or segment[0].uuid != head:
+            segment = []
+    if not segment:
+        segment = [t.nodes[u] for u in listed if u in t.nodes]
+    present = {r.uuid for r in chain.rows}
+    segment = [r for r in segment if r.uuid not in present and r.type != "progress"]
+    if not segment:
+        return
+    at = next((i for i, r in enumerate(chain.rows) if r.uuid == anchor), 0)
+    chain.rows[at + 1 : at + 1] = segment
+    chain.preserved = segment
+
+
+def build_chain(t: Transcript, leaf_uuid: str | None = None) -> Chain:
+    """The chain resume rebuilds, from `leaf_uuid` or the CLI's own leaf choice."""
+    leaf = t.nodes.get(leaf_uuid) if leaf_uuid else choose_leaf(t)
+    if leaf is None:
+        return Chain(leaf=None)
+    chain = walk(t, leaf)
+    relink_preserved(t, chain)
+    recover_parallel(t, chain)
+    return chain

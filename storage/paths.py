@@ -1,0 +1,149 @@
+"""Where Claude Code keeps its files: config home, project folders, session and subagent files."""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_FOLDER_UNITS = 200
+UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+AGENT_FILE_RE = re.compile(r"^agent-(?P<id>[A-Za-z0-9_-]+)\.jsonl$")
+
+
+def config_home() -> Path:
+    """`$CLAUDE_CONFIG_DIR`, else `~/.claude`, NFC-normalised."""
+    raw = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return Path(unicodedata.normalize("NFC", raw))
+
+
+def default_projects_dir() -> Path:
+    return config_home() / "projects"
+
+
+def _utf16_units(text: str) -> list[int]:
+    data = text.encode("utf-16-le", "surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "little") for i in range(0, len(data), 2)]
+
+
+def djb2_utf16(text: str) -> int:
+    """djb2 over UTF-16 code units as signed 32-bit (`h = (h*31 + unit) | 0`, from 0)."""
+    h = 0
+    for unit in _utf16_units(text):
+        h = (h * 31 + unit) & 0xFFFFFFFF
+    return h - 0x1_0000_0000 if h & 0x8000_0000 else h
+
+
+def base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    if n == 0:
+        return "0"
+    out = []
+    while n:
+        n, r = divmod(n, 36)
+        out.append(digits[r])
+    return "".join(reversed(out))
+
+
+def _escape_units(text: str) -> str:
+    """Every UTF-16 unit outside [A-Za-z0-9] becomes `-` (so one astral char gives two dashes)."""
+    out = []
+    for unit in _utf16_units(text):
+        ch = chr(unit) if unit < 0xD800 or unit > 0xDFFF else "-"
+        out.append(ch if ch.isascii() and ch.isalnum() else "-")
+    return "".join(out)
+
+
+def project_folder_name(cwd: str) -> str:
+    """The folder name the CLI uses for a working directory (already a realpath)."""
+    path = unicodedata.normalize("NFC", cwd)
+    escaped = _escape_units(path)
+    if len(escaped) <= MAX_FOLDER_UNITS:
+        return escaped
+    return f"{escaped[:MAX_FOLDER_UNITS]}-{base36(abs(djb2_utf16(path)))}"
+
+
+def resolve_cwd(cwd: str | os.PathLike[str]) -> str:
+    try:
+        return os.path.realpath(cwd)
+    except OSError:
+        return os.path.abspath(cwd)
+
+
+def candidate_project_dirs(projects_dir: Path, cwd: str) -> list[Path]:
+    """Project folders that may hold sessions of `cwd`: the exact name, and for long paths any
+    folder with the same 200-unit prefix (older CLIs used another hash suffix)."""
+    name = project_folder_name(cwd)
+    found = []
+    exact = projects_dir / name
+    if exact.is_dir():
+        found.append(exact)
+    if len(name) > MAX_FOLDER_UNITS:
+        prefix = name[: MAX_FOLDER_UNITS + 1]
+        try:
+            entries = sorted(projects_dir.iterdir())
+        except OSError:
+            entries = []
+        for entry in entries:
+            if entry != exact and entry.name.startswith(prefix) and entry.is_dir():
+                found.append(entry)
+    return found
+
+
+def is_session_file(path: Path) -> bool:
+    return path.suffix == ".jsonl" and bool(UUID_RE.match(path.stem))
+
+
+def iter_project_dirs(projects_dir: Path) -> Iterator[Path]:
+    try:
+        entries = sorted(projects_dir.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir():
+            yield entry
+
+
+def iter_session_files(project_dir: Path) -> Iterator[Path]:
+    """Session transcripts directly inside a project folder (UUID names only)."""
+    try:
+        entries = sorted(project_dir.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if is_session_file(entry) and entry.is_file():
+            yield entry
+
+
+@dataclass(frozen=True)
+class SubagentFile:
+    agent_id: str
+    path: Path
+    meta_path: Path | None
+
+
+def subagent_files(session_file: Path) -> list[SubagentFile]:
+    """`<sessionId>/subagents/[<subdir>/]agent-<id>.jsonl`, plus legacy flat `agent-*.jsonl`
+    files beside sessions are found by `legacy_agent_files`."""
+    root = session_file.with_suffix("") / "subagents"
+    found: list[SubagentFile] = []
+    if not root.is_dir():
+        return found
+    for path in sorted(root.rglob("agent-*.jsonl")):
+        m = AGENT_FILE_RE.match(path.name)
+        if not m:
+            continue
+        meta = path.with_name(f"agent-{m['id']}.meta.json")
+        found.append(SubagentFile(m["id"], path, meta if meta.exists() else None))
+    return found
+
+
+def legacy_agent_files(project_dir: Path) -> list[Path]:
+    """Flat `agent-*.jsonl` files that older CLIs wrote beside the sessions."""
+    try:
+        return sorted(p for p in project_dir.glob("agent-*.jsonl") if p.is_file())
+    except OSError:
+        return []

@@ -1,0 +1,143 @@
+"""Lenient line-by-line reading of a transcript: rows with byte spans, and problems by line.
+
+Reading can start at any byte offset (for incremental updates): the caller passes the offset it
+stopped at, the line number there and any unfinished tail it carried over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from storage.rows import Row, row_from_entry
+
+BOM = b"\xef\xbb\xbf"
+CHUNK = 8 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class LineProblem:
+    """A line that did not load: `line` 0-based, `offset` its first byte."""
+
+    line: int
+    offset: int
+    length: int
+    message: str
+    torn: bool = False
+    """True when this is the final line, unterminated: possibly a write still in progress."""
+
+
+@dataclass(slots=True)
+class ReadState:
+    """Where reading stopped: next byte, next 0-based line, and bytes of an unfinished line."""
+
+    offset: int = 0
+    line: int = 0
+    tail: bytes = b""
+
+
+@dataclass
+class ReadResult:
+    rows: list[Row] = field(default_factory=list)
+    problems: list[LineProblem] = field(default_factory=list)
+    state: ReadState = field(default_factory=ReadState)
+    provisional: Row | None = None
+    """An unterminated last line that parses: kept, but read again with the next update."""
+    unknown_tail: LineProblem | None = None
+    """An unterminated last line that does not parse (a torn write, or one still in progress)."""
+
+
+def parse_line(raw: bytes, line: int, offset: int) -> Row | LineProblem | None:
+    """One line without its newline: a Row, a problem, or None for a blank line."""
+    body = raw
+    if line == 0 and body.startswith(BOM):
+        body = body[3:]
+        offset += 3
+    if not body.strip():
+        return None
+    try:
+        entry = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        return LineProblem(line, offset, len(body), f"invalid JSON: {exc}")
+    if not isinstance(entry, dict):
+        return LineProblem(line, offset, len(body), f"not a JSON object but {type(entry).__name__}")
+    return row_from_entry(entry, line, offset, len(body))
+
+
+def iter_lines(path: Path, state: ReadState) -> Iterator[tuple[bytes, int, int, bool]]:
+    """(line bytes, 0-based line, byte offset, terminated) from `state` to the end of the file."""
+    line_no = state.line
+    with open(path, "rb") as fh:
+        fh.seek(state.offset)
+        pending = state.tail
+        start = state.offset - len(pending)
+        while True:
+            chunk = fh.read(CHUNK)
+            if not chunk:
+                break
+            buf = pending + chunk if pending else chunk
+            pos = 0
+            while True:
+                nl = buf.find(b"\n", pos)
+                if nl < 0:
+                    break
+                yield buf[pos:nl], line_no, start + pos, True
+                line_no += 1
+                pos = nl + 1
+            start += pos
+            pending = buf[pos:]
+        if pending:
+            yield pending, line_no, start, False
+
+
+def read_transcript(path: Path, state: ReadState | None = None) -> ReadResult:
+    """Parse from `state` (default: the start) to the end of the file.
+
+    An unterminated last line stays in the returned state's tail so the next read sees it whole:
+    if it parses it is also returned as `provisional` (the last of `rows`), else as `unknown_tail`.
+    """
+    state = state or ReadState()
+    result = ReadResult()
+    rows, problems = result.rows, result.problems
+    end = ReadState(state.offset, state.line, state.tail)
+    for raw, line_no, offset, terminated in iter_lines(path, state):
+        parsed = parse_line(raw, line_no, offset)
+        if terminated:
+            end.offset, end.line, end.tail = offset + len(raw) + 1, line_no + 1, b""
+        else:
+            end.offset, end.line, end.tail = offset + len(raw), line_no, raw
+        if isinstance(parsed, Row):
+            rows.append(parsed)
+            if not terminated:
+                result.provisional = parsed
+        elif isinstance(parsed, LineProblem):
+            if terminated:
+                problems.append(parsed)
+            else:
+                parsed.torn = True
+                result.unknown_tail = parsed
+    result.state = end
+    return result
+
+
+def read_entry(path: Path, row: Row) -> dict:
+    """The full decoded body of one row, read from the file on demand."""
+    with open(path, "rb") as fh:
+        return read_entries_from(fh, [row])[0]
+
+
+def read_entries_from(fh, rows: list[Row]) -> list[dict]:  # type: ignore[no-untyped-def]
+    out = []
+    for row in rows:
+        fh.seek(row.offset)
+        out.append(orjson.loads(fh.read(row.length)))
+    return out
+
+
+def read_entries(path: Path, rows: list[Row]) -> list[dict]:
+    """Bodies of several rows, in the order given, with one open file."""
+    with open(path, "rb") as fh:
+        return read_entries_from(fh, rows)

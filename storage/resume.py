@@ -1,0 +1,45 @@
+"""What resuming a transcript gives: its chain and the API form, as one JSON-ready object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from storage.apiform import api_messages
+from storage.chain import Chain, build_chain
+from storage.transcript import Transcript
+
+
+class NotATranscript(Exception):
+    """The file holds no conversation rows."""
+
+
+@dataclass
+class Resumed:
+    transcript: Transcript
+    chain: Chain
+    messages: list[dict[str, Any]]
+
+    @property
+    def session_id(self) -> str:
+        return self.transcript.session_id or self.transcript.path.stem
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "path": str(self.transcript.path),
+            "leafUuid": self.chain.leaf.uuid if self.chain.leaf else None,
+            "uuids": self.chain.uuids,
+            "messages": self.messages,
+        }
+
+
+def resume(path: Path | str, leaf_uuid: str | None = None) -> Resumed:
+    """Load `path` and rebuild the conversation the CLI would resume."""
+    p = Path(path)
+    t = Transcript.load(p)
+    if not any(r.is_chain_row for r in t.rows):
+        raise NotATranscript(f"{p}: no conversation rows (not a Claude Code transcript?)")
+    chain = build_chain(t, leaf_uuid)
+    return Resumed(t, chain, api_messages(p, chain))

@@ -1,0 +1,262 @@
+"""Session summaries for listing: read only the first and last 64 KiB of each file.
+
+Title order: custom title, AI title, last prompt, summary of the leaf, first real user prompt.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from storage.paths import (
+    SubagentFile,
+    iter_project_dirs,
+    iter_session_files,
+    subagent_files,
+)
+
+WINDOW = 64 * 1024
+BRANCH_RE = re.compile(rb'"gitBranch":"((?:[^"\\]|\\.)*)"')
+TITLE_MAX = 200
+MESSAGE_MARKERS = (b'"type":"user"', b'"type":"assistant"')
+SKIP_PROMPT_PREFIXES = ("<command-name>", "<local-command-", "<command-message>", "<system-reminder>")
+
+
+@dataclass
+class SessionInfo:
+    session_id: str
+    path: Path
+    project_dir: Path
+    cwd: str | None = None
+    title: str = ""
+    custom_title: str | None = None
+    ai_title: str | None = None
+    last_prompt: str | None = None
+    first_prompt: str | None = None
+    summary: str | None = None
+    tag: str | None = None
+    created: str | None = None
+    modified: str | None = None
+    modified_ts: float = 0.0
+    size: int = 0
+    message_count: int = 0
+    leaf_uuid: str | None = None
+    git_branch: str | None = None
+    forked_from: dict[str, str] | None = None
+    sidechain_start: bool = False
+    subagents: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "path": str(self.path),
+            "projectDir": str(self.project_dir),
+            "cwd": self.cwd,
+            "title": self.title,
+            "created": self.created,
+            "modified": self.modified,
+            "messageCount": self.message_count,
+            "leafUuid": self.leaf_uuid,
+            "forkedFrom": self.forked_from,
+            "subagents": self.subagents,
+            "gitBranch": self.git_branch,
+            "tag": self.tag,
+            "sizeBytes": self.size,
+        }
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _loads(line: bytes) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def text_of(content: Any) -> str:
+    """The plain text of a message content (string, or the text blocks of a list)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
+def real_prompt(entry: dict[str, Any]) -> str | None:
+    """The text of a user prompt typed by a person, or None for tool results, meta rows,
+    compact summaries and command wrappers."""
+    if entry.get("type") != "user" or entry.get("isMeta") or entry.get("isCompactSummary"):
+        return None
+    message = entry.get("message")
+    if not isinstance(message, dict):
+        return None
+    content = message.get("content")
+    if isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    ):
+        return None
+    text = text_of(content).strip()
+    if not text or text.startswith(SKIP_PROMPT_PREFIXES):
+        return None
+    return text
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1] + "…"
+
+
+def _read_windows(path: Path, size: int) -> tuple[bytes, bytes | None]:
+    with open(path, "rb") as fh:
+        if size <= 2 * WINDOW:
+            return fh.read(), None
+        head = fh.read(WINDOW)
+        fh.seek(size - WINDOW)
+        return head, fh.read(WINDOW)
+
+
+def _head_lines(head: bytes, whole: bool) -> list[bytes]:
+    lines = head.split(b"\n")
+    if not whole:
+        lines = lines[:-1]  # the cut line
+    return lines
+
+
+def count_messages(path: Path, data: bytes | None = None) -> int:
+    """User and assistant rows, counted by their type marker without parsing."""
+    if data is not None:
+        return sum(data.count(m) for m in MESSAGE_MARKERS)
+    total = 0
+    carry = b""
+    with open(path, "rb") as fh:
+        while chunk := fh.read(16 * 1024 * 1024):
+            buf = carry + chunk
+            cut = buf.rfind(b"\n") + 1
+            total += sum(buf[:cut].count(m) for m in MESSAGE_MARKERS)
+            carry = buf[cut:]
+    return total + sum(carry.count(m) for m in MESSAGE_MARKERS)
+
+
+def read_session_info(path: Path, *, with_subagents: bool = True, count: bool = True) -> SessionInfo:
+    """Summarise one session file from its head and tail windows."""
+    st = path.stat()
+    info = SessionInfo(session_id=path.stem, path=path, project_dir=path.parent, size=st.st_size)
+    info.modified_ts = st.st_mtime
+    info.modified = _iso(st.st_mtime)
+    head, tail = _read_windows(path, st.st_size)
+    whole = tail is None
+    summaries: dict[str, str] = {}
+    first_chain_seen = False
+    for line in _head_lines(head, whole):
+        if not line.strip():
+            continue
+        entry = _loads(line)
+        if entry is None:
+            continue
+        _take_metadata(info, entry, summaries)
+        if info.created is None and isinstance(entry.get("timestamp"), str) and "uuid" in entry:
+            info.created = entry["timestamp"]
+        if info.cwd is None and isinstance(entry.get("cwd"), str):
+            info.cwd = entry["cwd"]
+        if info.git_branch is None and isinstance(entry.get("gitBranch"), str):
+            info.git_branch = entry["gitBranch"]
+        if entry.get("type") in ("user", "assistant") and not first_chain_seen:
+            first_chain_seen = True
+            info.sidechain_start = entry.get("isSidechain") is True
+        if info.forked_from is None and isinstance(entry.get("forkedFrom"), dict):
+            info.forked_from = entry["forkedFrom"]
+        if info.first_prompt is None:
+            info.first_prompt = real_prompt(entry)
+    if tail is not None:
+        for line in tail.split(b"\n")[1:]:
+            if not line.startswith(b'{"type":"'):
+                continue
+            entry = _loads(line)
+            if entry is not None:
+                _take_metadata(info, entry, summaries)
+        branches = BRANCH_RE.findall(tail)
+        if branches:
+            info.git_branch = branches[-1].decode("utf-8", "replace")
+    if info.summary is None and info.leaf_uuid in summaries:
+        info.summary = summaries[info.leaf_uuid or ""]
+    title = info.custom_title or info.ai_title or info.last_prompt or info.summary or info.first_prompt
+    info.title = _cut(title or "")
+    if info.created is None:
+        info.created = _iso(st.st_mtime)
+    if count:
+        info.message_count = count_messages(path, head if whole else None)
+    if with_subagents:
+        info.subagents = [subagent_json(s) for s in subagent_files(path)]
+    return info
+
+
+def _take_metadata(info: SessionInfo, entry: dict[str, Any], summaries: dict[str, str]) -> None:
+    etype = entry.get("type")
+    if etype == "custom-title" and isinstance(entry.get("customTitle"), str):
+        info.custom_title = entry["customTitle"] or None
+    elif etype == "ai-title" and isinstance(entry.get("aiTitle"), str):
+        info.ai_title = entry["aiTitle"] or None
+    elif etype == "last-prompt":
+        if isinstance(entry.get("lastPrompt"), str):
+            info.last_prompt = entry["lastPrompt"] or None
+        if isinstance(entry.get("leafUuid"), str):
+            info.leaf_uuid = entry["leafUuid"]
+    elif etype == "tag" and isinstance(entry.get("tag"), str):
+        info.tag = entry["tag"] or None
+    elif etype == "summary" and isinstance(entry.get("summary"), str):
+        leaf = entry.get("leafUuid")
+        if isinstance(leaf, str):
+            summaries[leaf] = entry["summary"]
+
+
+def subagent_json(sub: SubagentFile) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    if sub.meta_path is not None:
+        try:
+            loaded = orjson.loads(sub.meta_path.read_bytes())
+            meta = loaded if isinstance(loaded, dict) else {}
+        except (OSError, orjson.JSONDecodeError):
+            meta = {}
+    return {
+        "agentId": sub.agent_id,
+        "path": str(sub.path),
+        "agentType": meta.get("agentType"),
+        "description": meta.get("description"),
+        "toolUseId": meta.get("toolUseId"),
+    }
+
+
+def list_sessions(
+    projects_dir: Path, project_dirs: Iterable[Path] | None = None, *, count: bool = True
+) -> list[SessionInfo]:
+    """Every session under `projects_dir` (or only in `project_dirs`), newest first."""
+    dirs = list(project_dirs) if project_dirs is not None else list(iter_project_dirs(projects_dir))
+    out: list[SessionInfo] = []
+    for d in dirs:
+        for f in iter_session_files(d):
+            try:
+                out.append(read_session_info(f, count=count))
+            except OSError:
+                continue
+    out.sort(key=lambda s: s.modified_ts, reverse=True)
+    return out
+
+
+def file_mtime(path: Path) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
