@@ -191,7 +191,7 @@ def cmd_overview(args: argparse.Namespace) -> int:
         for line_problem in resumed.transcript.problems:
             problems += 1
             print(f"  problem: {s.path}:{line_problem.line + 1}: {line_problem.message}")
-        for child, parent in resumed.chain.fallbacks:
+        for child, _parent in resumed.chain.fallbacks:
             problems += 1
             print(f"  problem: {s.path}:{child.line + 1}: parent {child.parent} missing; bridged by time")
         print()
