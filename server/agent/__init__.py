@@ -1,0 +1,1 @@
+"""Agent-side helpers: talking to a Messages-API model (including the scripted test model)."""
