@@ -65,9 +65,9 @@ def choose_leaf(t: Transcript) -> Row | None:
     for row in reversed(t.rows):
         if row.type == "last-prompt" and row.leaf_uuid and row.leaf_uuid in nodes:
             return _to_message_row(t, nodes[row.leaf_uuid])
-    for row in reversed(t.rows):
-        if row.is_message and not row.sidechain and row.uuid:
-            return nodes[row.uuid]
+    for row in reversed(nodes.values()):  # dict order: first position of each uuid
+        if row.is_message and not row.sidechain:
+            return row
     parents = {r.parent for r in nodes.values() if r.parent}
     tips = [r for r in nodes.values() if r.is_chain_row and r.uuid not in parents]
     if not tips:
