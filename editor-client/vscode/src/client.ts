@@ -1,0 +1,256 @@
+// Starting, stopping and talking to the session-lsp server.
+
+import * as vscode from 'vscode';
+import { execFile } from 'child_process';
+import {
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  State,
+  WorkDoneProgress,
+  WorkDoneProgressBegin,
+  WorkDoneProgressReport,
+  WorkDoneProgressEnd,
+} from 'vscode-languageclient/node';
+import {
+  effectiveProjectsDir,
+  missingServerMessage,
+  resolveExecutable,
+  serverLaunch,
+  ServerLaunch,
+} from './lib/command';
+import { DidChangeParams, Methods } from './lib/protocol';
+
+export type ServerState = 'stopped' | 'starting' | 'running' | 'missing' | 'failed';
+
+const RESTART_KEYS = ['serverCommand', 'pythonPath', 'projectsDir', 'polling'];
+
+export class SessionServer implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private state: ServerState = 'stopped';
+  private starting: Promise<void> | undefined;
+  private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
+  private readonly changeEmitter = new vscode.EventEmitter<DidChangeParams>();
+  private readonly disposables: vscode.Disposable[] = [];
+  private restartTimer: NodeJS.Timeout | undefined;
+
+  /** Fires when the server starts, stops or fails. */
+  readonly onDidChangeState = this.stateEmitter.event;
+  /** Fires on the server's sessions/didChange notification. */
+  readonly onDidChangeSessions = this.changeEmitter.event;
+
+  constructor(readonly output: vscode.OutputChannel) {
+    this.disposables.push(
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (RESTART_KEYS.some((k) => e.affectsConfiguration(`sessionLsp.${k}`))) {
+          this.log('settings changed: restarting the server');
+          clearTimeout(this.restartTimer);
+          this.restartTimer = setTimeout(() => void this.restart(), 400);
+        }
+      }),
+    );
+  }
+
+  get currentState(): ServerState {
+    return this.state;
+  }
+
+  get projectsDir(): string {
+    return effectiveProjectsDir(vscode.workspace.getConfiguration('sessionLsp').get('projectsDir'));
+  }
+
+  log(msg: string): void {
+    this.output.appendLine(`[${new Date().toISOString()}] ${msg}`);
+  }
+
+  private setState(s: ServerState): void {
+    this.state = s;
+    void vscode.commands.executeCommand('setContext', 'sessionLsp.serverState', s);
+    this.stateEmitter.fire(s);
+  }
+
+  start(): Promise<void> {
+    if (!this.starting) {
+      this.starting = this.doStart().finally(() => {
+        this.starting = undefined;
+      });
+    }
+    return this.starting;
+  }
+
+  /** Waits for a start in progress; starts the server if it is stopped. */
+  async ready(): Promise<LanguageClient> {
+    if (this.state !== 'running') {
+      await this.start();
+    }
+    if (this.state !== 'running' || !this.client) {
+      throw new Error(
+        this.state === 'missing'
+          ? 'the session-lsp server is not installed (see the notification and the "Session LSP" output)'
+          : 'the session-lsp server is not running (see the "Session LSP" output)',
+      );
+    }
+    return this.client;
+  }
+
+  private async doStart(): Promise<void> {
+    if (this.client && this.state === 'running') {
+      return;
+    }
+    const cfg = vscode.workspace.getConfiguration('sessionLsp');
+    const launch = serverLaunch({ serverCommand: cfg.get('serverCommand'), pythonPath: cfg.get('pythonPath') });
+    this.setState('starting');
+    this.log(`starting server: ${launch.display}`);
+
+    const resolved = resolveExecutable(launch.command);
+    if (!resolved) {
+      this.reportMissing(launch, 'not found on the PATH or not executable');
+      return;
+    }
+    if (launch.viaPython) {
+      const err = await checkPythonModule(resolved);
+      if (err) {
+        this.reportMissing(launch, err);
+        return;
+      }
+    }
+
+    const configuredDir = (cfg.get<string>('projectsDir') ?? '').trim();
+    const projectsDir = this.projectsDir;
+    const serverOptions: ServerOptions = {
+      command: resolved,
+      args: launch.args,
+      options: { env: { ...process.env } },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [
+        { language: 'claude-transcript' },
+        { scheme: 'file', pattern: `${projectsDir.replace(/\\/g, '/')}/**/*.jsonl` },
+      ],
+      outputChannel: this.output,
+      initializationOptions: {
+        ...(configuredDir ? { projectsDir } : {}),
+        watch: true,
+        polling: cfg.get<boolean>('polling') ?? false,
+      },
+    };
+    const client = new LanguageClient('sessionLsp', 'Session LSP', serverOptions, clientOptions);
+    this.client = client;
+    client.onDidChangeState((e) => {
+      if (this.client !== client) {
+        return;
+      }
+      if (e.newState === State.Stopped && this.state === 'running') {
+        this.log('server stopped');
+        this.setState('stopped');
+      } else if (e.newState === State.Running && this.state !== 'running' && this.state !== 'starting') {
+        this.setState('running');
+      }
+    });
+    try {
+      await client.start();
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      this.log(`server failed to start: ${msg}`);
+      this.client = undefined;
+      try {
+        await client.dispose(2000);
+      } catch {
+        /* already dead */
+      }
+      this.setState('failed');
+      void vscode.window
+        .showErrorMessage(missingServerMessage(launch, msg), 'Open Settings', 'Show Output')
+        .then((choice) => this.onNotificationChoice(choice));
+      return;
+    }
+    client.onNotification(Methods.didChange, (p: DidChangeParams) => {
+      this.changeEmitter.fire(p ?? {});
+    });
+    this.log(`server running (projects folder ${projectsDir})`);
+    this.setState('running');
+  }
+
+  private reportMissing(launch: ServerLaunch, detail: string): void {
+    const msg = missingServerMessage(launch, detail);
+    this.log(msg);
+    this.setState('missing');
+    void vscode.window
+      .showErrorMessage(msg, 'Open Settings', 'Show Output')
+      .then((choice) => this.onNotificationChoice(choice));
+  }
+
+  private onNotificationChoice(choice: string | undefined): void {
+    if (choice === 'Open Settings') {
+      void vscode.commands.executeCommand('workbench.action.openSettings', 'sessionLsp');
+    } else if (choice === 'Show Output') {
+      this.output.show(true);
+    }
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client) {
+      this.log('stopping server');
+      try {
+        await client.stop(3000);
+      } catch (e) {
+        this.log(`stop: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
+    this.setState('stopped');
+  }
+
+  async restart(): Promise<void> {
+    if (this.starting) {
+      await this.starting.catch(() => undefined);
+    }
+    await this.stop();
+    await this.start();
+  }
+
+  async request<R>(method: string, params: unknown, token?: vscode.CancellationToken): Promise<R> {
+    const client = await this.ready();
+    return token ? client.sendRequest<R>(method, params, token) : client.sendRequest<R>(method, params);
+  }
+
+  /** Sends a request with a fresh work-done token and reports $/progress values to onProgress. */
+  async requestWithProgress<R>(
+    method: string,
+    params: Record<string, unknown>,
+    onProgress: (v: WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd) => void,
+    token?: vscode.CancellationToken,
+  ): Promise<R> {
+    const client = await this.ready();
+    const workDoneToken = `session-lsp-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+    const sub = client.onProgress(WorkDoneProgress.type, workDoneToken, onProgress);
+    try {
+      const p = { ...params, workDoneToken };
+      return await (token ? client.sendRequest<R>(method, p, token) : client.sendRequest<R>(method, p));
+    } finally {
+      sub.dispose();
+    }
+  }
+
+  dispose(): void {
+    clearTimeout(this.restartTimer);
+    void this.stop();
+    this.disposables.forEach((d) => d.dispose());
+    this.stateEmitter.dispose();
+    this.changeEmitter.dispose();
+  }
+}
+
+function checkPythonModule(python: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    execFile(python, ['-c', 'import server.cli'], { timeout: 20000 }, (err, _stdout, stderr) => {
+      if (!err) {
+        resolve(undefined);
+      } else {
+        const last = String(stderr || err.message).trim().split('\n').pop() ?? '';
+        resolve(last || 'cannot import server.cli');
+      }
+    });
+  });
+}

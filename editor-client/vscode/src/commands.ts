@@ -1,0 +1,562 @@
+// The extension's commands: open, resume, open conversation, fork, run a turn, search, copy id.
+
+import * as vscode from 'vscode';
+import * as fs from 'fs';
+import * as path from 'path';
+import * as os from 'os';
+import { SessionServer } from './client';
+import { SessionsProvider } from './view';
+import { TurnPanel } from './turnPanel';
+import { accumulateProgress, isInside } from './lib/command';
+import { isValidSessionId, requireSessionId, resumeCommandLine, sessionIdFromPath } from './lib/ids';
+import { oneLine, projectLabel, relativeTime } from './lib/format';
+import {
+  ForkResult,
+  Methods,
+  RunTurnResult,
+  SessionChainResult,
+  SessionInfo,
+} from './lib/protocol';
+import { renderConversation } from './lib/render';
+import { findUuidLine, sessionIdInText, uuidAtLine } from './lib/transcript';
+import { Node } from './lib/tree';
+
+export const TRANSCRIPT_LANGUAGE = 'claude-transcript';
+export const CONVERSATION_SCHEME = 'claude-conversation';
+
+interface Target {
+  sessionId: string;
+  info?: SessionInfo;
+  /** The file the target came from (a session's or a subagent's transcript). */
+  path?: string;
+  /** A row to act at (fork at it). */
+  atUuid?: string;
+  atLine?: number;
+  atLabel?: string;
+  fromEditor?: boolean;
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+export class Commands {
+  private readonly conversations = new Map<string, string>();
+  private readonly conversationEmitter = new vscode.EventEmitter<vscode.Uri>();
+
+  constructor(
+    private readonly server: SessionServer,
+    private readonly sessions: SessionsProvider,
+  ) {}
+
+  register(context: vscode.ExtensionContext): void {
+    const reg = (id: string, fn: (...args: any[]) => unknown) =>
+      context.subscriptions.push(
+        vscode.commands.registerCommand(id, async (...args: any[]) => {
+          try {
+            return await fn.apply(this, args);
+          } catch (e) {
+            this.server.log(`${id} failed: ${errorText(e)}`);
+            void vscode.window.showErrorMessage(`Claude Sessions: ${errorText(e)}`);
+            return undefined;
+          }
+        }),
+      );
+    reg('sessionLsp.refreshSessions', () => this.sessions.refresh());
+    reg('sessionLsp.restartServer', async () => {
+      await this.server.restart();
+      this.sessions.refresh();
+    });
+    reg('sessionLsp.showOutput', () => this.server.output.show(true));
+    reg('sessionLsp.openTranscript', this.openTranscript);
+    reg('sessionLsp.resumeInTerminal', this.resumeInTerminal);
+    reg('sessionLsp.openConversation', this.openConversation);
+    reg('sessionLsp.forkSession', this.forkSession);
+    reg('sessionLsp.runAgentTurn', this.runAgentTurn);
+    reg('sessionLsp.searchSessions', this.searchSessions);
+    reg('sessionLsp.copySessionId', this.copySessionId);
+
+    context.subscriptions.push(
+      vscode.workspace.registerTextDocumentContentProvider(CONVERSATION_SCHEME, {
+        onDidChange: this.conversationEmitter.event,
+        provideTextDocumentContent: (uri) => this.conversations.get(uri.toString()) ?? '',
+      }),
+      this.conversationEmitter,
+    );
+  }
+
+  // ---- targets -------------------------------------------------------------------------------
+
+  private async infoFor(id: string): Promise<SessionInfo | undefined> {
+    const known = this.sessions.session(id);
+    if (known) {
+      return known;
+    }
+    try {
+      await this.sessions.sessions();
+    } catch {
+      /* listed below as undefined */
+    }
+    return this.sessions.session(id);
+  }
+
+  private isTranscript(doc: vscode.TextDocument): boolean {
+    return (
+      doc.languageId === TRANSCRIPT_LANGUAGE ||
+      (doc.uri.scheme === 'file' && doc.uri.fsPath.endsWith('.jsonl') && isInside(doc.uri.fsPath, this.server.projectsDir))
+    );
+  }
+
+  private async targetFromDocument(doc: vscode.TextDocument, cursorLine?: number): Promise<Target> {
+    const text = doc.getText();
+    const id = sessionIdFromPath(doc.uri.fsPath) ?? sessionIdInText(text);
+    if (!id) {
+      throw new Error(`${path.basename(doc.uri.fsPath)} does not name a Claude session`);
+    }
+    const t: Target = { sessionId: id, path: doc.uri.fsPath, info: await this.infoFor(id), fromEditor: true };
+    if (cursorLine !== undefined) {
+      const lines = text.split('\n');
+      const row = uuidAtLine(lines, cursorLine);
+      if (row) {
+        t.atUuid = row.uuid;
+        t.atLine = row.line;
+      }
+    }
+    return t;
+  }
+
+  /** Works out which session a command is about: a view node, a URI, an id, the active transcript, or a pick. */
+  private async resolveTarget(arg: unknown, opts: { pick?: boolean; cursor?: boolean } = {}): Promise<Target | undefined> {
+    if (arg && typeof arg === 'object' && 'kind' in (arg as Node)) {
+      const node = arg as Node;
+      switch (node.kind) {
+        case 'session':
+          return { sessionId: node.info.sessionId, info: node.info, path: node.info.path };
+        case 'subagent':
+          return { sessionId: node.session.sessionId, info: node.session, path: node.info.path };
+        case 'branchPoint':
+          return {
+            sessionId: node.session.sessionId,
+            info: node.session,
+            path: node.session.path,
+            atUuid: node.uuid,
+            atLine: node.line,
+            atLabel: node.label,
+          };
+        default:
+          break;
+      }
+    }
+    if (arg instanceof vscode.Uri) {
+      const editor = vscode.window.activeTextEditor;
+      const doc =
+        editor && editor.document.uri.toString() === arg.toString()
+          ? editor.document
+          : await vscode.workspace.openTextDocument(arg);
+      const cursor = opts.cursor && editor && editor.document === doc ? editor.selection.active.line : undefined;
+      return this.targetFromDocument(doc, cursor);
+    }
+    if (typeof arg === 'string' && arg.trim()) {
+      const id = requireSessionId(arg.trim());
+      return { sessionId: id, info: await this.infoFor(id) };
+    }
+    if (arg && typeof arg === 'object' && typeof (arg as { sessionId?: unknown }).sessionId === 'string') {
+      const a = arg as { sessionId: string; atUuid?: string };
+      const id = requireSessionId(a.sessionId);
+      return { sessionId: id, info: await this.infoFor(id), atUuid: a.atUuid };
+    }
+    const editor = vscode.window.activeTextEditor;
+    if (editor && this.isTranscript(editor.document)) {
+      return this.targetFromDocument(editor.document, opts.cursor ? editor.selection.active.line : undefined);
+    }
+    if (opts.pick === false) {
+      return undefined;
+    }
+    return this.pickSession('Choose a session');
+  }
+
+  private async pickSession(title: string): Promise<Target | undefined> {
+    const list = await this.sessions.sessions();
+    if (list.length === 0) {
+      void vscode.window.showInformationMessage('Claude Sessions: no sessions found.');
+      return undefined;
+    }
+    const sorted = list.slice().sort((a, b) => (Date.parse(b.modified ?? '') || 0) - (Date.parse(a.modified ?? '') || 0));
+    const pick = await vscode.window.showQuickPick(
+      sorted.map((s) => ({
+        label: s.title?.trim() || s.sessionId,
+        description: `${projectLabel(s.projectDir, s.cwd)} · ${relativeTime(s.modified)}`,
+        detail: s.sessionId,
+        info: s,
+      })),
+      { title, matchOnDescription: true, matchOnDetail: true },
+    );
+    return pick ? { sessionId: pick.info.sessionId, info: pick.info, path: pick.info.path } : undefined;
+  }
+
+  // ---- open ----------------------------------------------------------------------------------
+
+  async showTranscript(file: string, line: number | 'end'): Promise<vscode.TextEditor> {
+    let doc = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
+    if (doc.languageId !== TRANSCRIPT_LANGUAGE) {
+      try {
+        doc = await vscode.languages.setTextDocumentLanguage(doc, TRANSCRIPT_LANGUAGE);
+      } catch {
+        /* keep its language */
+      }
+    }
+    let target = line === 'end' ? lastRowLine(doc) : Math.max(0, Math.min(line, doc.lineCount - 1));
+    if (target < 0) {
+      target = 0;
+    }
+    const range = new vscode.Range(target, 0, target, 0);
+    const editor = await vscode.window.showTextDocument(doc, { selection: range, preview: false });
+    editor.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+    return editor;
+  }
+
+  async openTranscript(arg?: unknown): Promise<void> {
+    if (arg && typeof arg === 'object' && 'kind' in (arg as Node)) {
+      const node = arg as Node;
+      if (node.kind === 'subagent') {
+        await this.showTranscript(node.info.path, 'end');
+        return;
+      }
+      if (node.kind === 'branchPoint') {
+        await this.showTranscript(node.session.path, node.line);
+        return;
+      }
+    }
+    const t = await this.resolveTarget(arg);
+    if (!t) {
+      return;
+    }
+    const file = t.info?.path ?? t.path;
+    if (!file) {
+      throw new Error(`no transcript is known for session ${t.sessionId}`);
+    }
+    await this.showTranscript(file, this.leafLine(t.info, file));
+  }
+
+  private leafLine(info: SessionInfo | undefined, file: string): number | 'end' {
+    const leaf = info?.leafUuid;
+    if (!info || !leaf) {
+      return 'end';
+    }
+    const node = this.sessions.cachedTree(info.sessionId)?.nodes.find((n) => n.uuid === leaf);
+    if (node && Number.isInteger(node.line)) {
+      return node.line;
+    }
+    try {
+      const line = findUuidLine(fs.readFileSync(file, 'utf8'), leaf);
+      return line >= 0 ? line : 'end';
+    } catch {
+      return 'end';
+    }
+  }
+
+  // ---- resume --------------------------------------------------------------------------------
+
+  async resumeInTerminal(arg?: unknown): Promise<void> {
+    const t = await this.resolveTarget(arg);
+    if (!t) {
+      return;
+    }
+    const commandLine = resumeCommandLine(t.sessionId);
+    const info = t.info ?? (await this.infoFor(t.sessionId));
+    let cwd = info?.cwd ?? undefined;
+    if (!cwd || !isDirectory(cwd)) {
+      const fallback = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
+      void vscode.window.showWarningMessage(
+        cwd
+          ? `The session's working directory ${cwd} does not exist here; resuming in ${fallback}. Claude Code looks sessions up by directory, so it may not find it.`
+          : `The session's working directory is not recorded; resuming in ${fallback}.`,
+      );
+      cwd = fallback;
+    }
+    const title = oneLine(info?.title || t.sessionId, 30);
+    const term = vscode.window.createTerminal({ name: `claude: ${title}`, cwd });
+    term.show();
+    term.sendText(commandLine, true);
+    this.server.log(`resume in terminal: (cd ${cwd} && ${commandLine})`);
+  }
+
+  // ---- conversation --------------------------------------------------------------------------
+
+  async openConversation(arg?: unknown): Promise<void> {
+    const t = await this.resolveTarget(arg);
+    if (!t) {
+      return;
+    }
+    const chain = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: 'Resuming session…' },
+      () => this.server.request<SessionChainResult>(Methods.resume, { sessionId: t.sessionId }),
+    );
+    const info = t.info ?? (await this.infoFor(t.sessionId));
+    const md = renderConversation(chain?.messages ?? [], {
+      title: info?.title,
+      sessionId: t.sessionId,
+      path: chain?.path ?? info?.path,
+    });
+    const uri = vscode.Uri.from({ scheme: CONVERSATION_SCHEME, path: `/${t.sessionId}.md` });
+    this.conversations.set(uri.toString(), md);
+    this.conversationEmitter.fire(uri);
+    try {
+      await vscode.commands.executeCommand('markdown.showPreview', uri);
+    } catch {
+      const doc = await vscode.workspace.openTextDocument(uri);
+      await vscode.window.showTextDocument(doc, { preview: false });
+    }
+  }
+
+  // ---- fork ----------------------------------------------------------------------------------
+
+  async forkSession(arg?: unknown): Promise<void> {
+    const t = await this.resolveTarget(arg, { cursor: true });
+    if (!t) {
+      return;
+    }
+    let atUuid = t.atUuid;
+    if (t.fromEditor && t.atUuid) {
+      const choice = await vscode.window.showQuickPick(
+        [
+          { label: `$(repo-forked) Fork at line ${(t.atLine ?? 0) + 1}`, description: 'the row under the cursor and everything before it', at: true },
+          { label: '$(repo-forked) Fork the whole session', description: 'up to its current leaf', at: false },
+        ],
+        { title: 'Fork Session' },
+      );
+      if (!choice) {
+        return;
+      }
+      atUuid = choice.at ? t.atUuid : undefined;
+    }
+    const title = await vscode.window.showInputBox({
+      title: 'Fork Session',
+      prompt: 'Title for the new session (optional)',
+      placeHolder: t.info?.title ? `Fork of ${oneLine(t.info.title, 40)}` : 'Leave empty for no title',
+    });
+    if (title === undefined) {
+      return;
+    }
+    const params: Record<string, unknown> = { sessionId: t.sessionId };
+    if (atUuid) {
+      params.atUuid = atUuid;
+    }
+    if (title.trim()) {
+      params.title = title.trim();
+    }
+    const res = await this.server.request<ForkResult>(Methods.fork, params);
+    this.server.log(`forked ${t.sessionId}${atUuid ? ` at ${atUuid}` : ''} into ${res.sessionId}`);
+    this.sessions.refresh();
+    if (res.path) {
+      await this.showTranscript(res.path, 'end');
+    }
+    const choice = await vscode.window.showInformationMessage(
+      `Forked into a new session ${res.sessionId}.`,
+      'Resume in Terminal',
+      'Copy Session ID',
+    );
+    if (choice === 'Resume in Terminal') {
+      await this.resumeInTerminal(res.sessionId);
+    } else if (choice === 'Copy Session ID') {
+      await this.copySessionId(res.sessionId);
+    }
+  }
+
+  // ---- run a turn ----------------------------------------------------------------------------
+
+  async runAgentTurn(arg?: unknown): Promise<void> {
+    const t = await this.resolveTarget(arg, { pick: false });
+    const info = t ? (t.info ?? (await this.infoFor(t.sessionId))) : undefined;
+    const cwd =
+      (info?.cwd && isDirectory(info.cwd) ? info.cwd : undefined) ??
+      vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ??
+      os.homedir();
+    const sessionLabel = t ? oneLine(info?.title || t.sessionId, 50) : `new session in ${cwd}`;
+    const prompt = await vscode.window.showInputBox({
+      title: 'Run Agent Turn',
+      prompt: t ? `Continue “${sessionLabel}”` : `Start a new session in ${cwd}`,
+      placeHolder: 'Prompt for the agent',
+      ignoreFocusOut: true,
+    });
+    if (!prompt || !prompt.trim()) {
+      return;
+    }
+    const cfg = vscode.workspace.getConfiguration('sessionLsp');
+    const provider = (cfg.get<string>('provider') ?? '').trim();
+    const model = (cfg.get<string>('model') ?? '').trim();
+    const modelLabel =
+      provider === 'scripted'
+        ? 'scripted test model (canned replies, not a real model)'
+        : [provider || 'server default provider', model].filter(Boolean).join(' / ');
+    const params: Record<string, unknown> = { prompt };
+    if (t) {
+      params.sessionId = requireSessionId(t.sessionId);
+    }
+    if (!t || !info?.cwd) {
+      params.cwd = cwd;
+    }
+    if (provider) {
+      params.provider = provider;
+    }
+    if (model) {
+      params.model = model;
+    }
+
+    const panel = new TurnPanel(`Agent turn: ${oneLine(sessionLabel, 30)}`, {
+      prompt,
+      session: t ? `${sessionLabel} (${t.sessionId})` : sessionLabel,
+      model: modelLabel,
+    });
+    const cts = new vscode.CancellationTokenSource();
+    const cancelSub = panel.onDidRequestCancel(() => cts.cancel());
+    this.server.log(`runTurn: ${t ? t.sessionId : 'new session'} via ${modelLabel}`);
+    try {
+      await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'Claude Sessions: running agent turn', cancellable: true },
+        async (progress, token) => {
+          const sub = token.onCancellationRequested(() => cts.cancel());
+          let text = '';
+          try {
+            const res = await this.server.requestWithProgress<RunTurnResult>(
+              Methods.runTurn,
+              params,
+              (v) => {
+                if ((v.kind === 'report' || v.kind === 'begin') && v.message) {
+                  text = accumulateProgress(text, v.message);
+                  panel.setReply(text);
+                  progress.report({ message: oneLine(text.slice(-80), 60) });
+                }
+              },
+              cts.token,
+            );
+            if (typeof res?.text === 'string' && res.text) {
+              text = res.text;
+            }
+            panel.setReply(text);
+            const usage = res?.usage ? formatUsage(res.usage) : '';
+            const rows = typeof res?.appended === 'number' ? `appended ${res.appended} row${res.appended === 1 ? '' : 's'}` : 'done';
+            panel.finish(`Done: ${rows} to session ${res?.sessionId ?? '?'}${usage ? ` · ${usage}` : ''}`, true);
+            this.server.log(`runTurn done: ${rows} to ${res?.sessionId}`);
+            this.sessions.refresh();
+          } catch (e) {
+            if (cts.token.isCancellationRequested) {
+              panel.finish('Cancelled.', false);
+              this.server.log('runTurn cancelled');
+              this.sessions.refresh();
+            } else {
+              panel.finish(`Failed: ${errorText(e)}`, false);
+              throw e;
+            }
+          } finally {
+            sub.dispose();
+          }
+        },
+      );
+    } finally {
+      cancelSub.dispose();
+      cts.dispose();
+    }
+  }
+
+  // ---- search --------------------------------------------------------------------------------
+
+  async searchSessions(): Promise<void> {
+    type Item = vscode.QuickPickItem & { file?: string; line?: number | 'end'; info?: SessionInfo };
+    const qp = vscode.window.createQuickPick<Item>();
+    qp.title = 'Search Sessions';
+    qp.placeholder = 'Session titles and prompts';
+    qp.matchOnDescription = true;
+    qp.matchOnDetail = true;
+    qp.busy = true;
+    qp.show();
+    const done = new Promise<Item | undefined>((resolve) => {
+      qp.onDidAccept(() => resolve(qp.selectedItems[0]));
+      qp.onDidHide(() => resolve(undefined));
+    });
+    const list = (await this.sessions.sessions())
+      .slice()
+      .sort((a, b) => (Date.parse(b.modified ?? '') || 0) - (Date.parse(a.modified ?? '') || 0));
+    const sessionItems: Item[] = list.map((s) => ({
+      label: `$(comment-discussion) ${s.title?.trim() || s.sessionId}`,
+      description: `${projectLabel(s.projectDir, s.cwd)} · ${relativeTime(s.modified)}`,
+      detail: s.sessionId,
+      info: s,
+      file: s.path,
+    }));
+    qp.items = sessionItems;
+    // Prompts: the user rows of each session's tree.
+    const promptItems: Item[] = [];
+    for (const s of list.slice(0, 300)) {
+      if (!qp.busy) {
+        break;
+      }
+      const tree = await this.sessions.tree(s.sessionId);
+      for (const n of tree?.nodes ?? []) {
+        const label = (n.label ?? '').trim();
+        if (n.type !== 'user' || !label || /^(\[|tool_result|<)/.test(label)) {
+          continue;
+        }
+        promptItems.push({
+          label: `$(comment) ${oneLine(label, 100)}`,
+          description: `${oneLine(s.title || s.sessionId, 40)} · line ${n.line + 1}`,
+          info: s,
+          file: s.path,
+          line: n.line,
+        });
+      }
+      qp.items = [...sessionItems, ...promptItems];
+    }
+    qp.busy = false;
+    const picked = await done;
+    qp.dispose();
+    if (!picked || !picked.file) {
+      return;
+    }
+    await this.showTranscript(picked.file, picked.line ?? this.leafLine(picked.info, picked.file));
+  }
+
+  // ---- copy ----------------------------------------------------------------------------------
+
+  async copySessionId(arg?: unknown): Promise<void> {
+    const t = await this.resolveTarget(arg);
+    if (!t) {
+      return;
+    }
+    if (!isValidSessionId(t.sessionId)) {
+      throw new Error(`not a valid session id: ${t.sessionId}`);
+    }
+    await vscode.env.clipboard.writeText(t.sessionId);
+    void vscode.window.showInformationMessage(`Copied session id ${t.sessionId}`);
+  }
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function lastRowLine(doc: vscode.TextDocument): number {
+  for (let i = doc.lineCount - 1; i >= 0; i--) {
+    if (doc.lineAt(i).text.trim()) {
+      return i;
+    }
+  }
+  return 0;
+}
+
+function formatUsage(u: Record<string, unknown>): string {
+  const i = u.input_tokens ?? u.inputTokens;
+  const o = u.output_tokens ?? u.outputTokens;
+  const parts: string[] = [];
+  if (typeof i === 'number') {
+    parts.push(`${i} in`);
+  }
+  if (typeof o === 'number') {
+    parts.push(`${o} out`);
+  }
+  return parts.length ? `tokens: ${parts.join(', ')}` : '';
+}

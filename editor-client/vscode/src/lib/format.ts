@@ -1,0 +1,76 @@
+// Small formatting helpers: relative times, byte sizes, message counts.
+
+const UNITS: [string, number][] = [
+  ['year', 365 * 24 * 3600],
+  ['month', 30 * 24 * 3600],
+  ['week', 7 * 24 * 3600],
+  ['day', 24 * 3600],
+  ['hour', 3600],
+  ['minute', 60],
+];
+
+/** "just now", "5 minutes ago", "in 2 hours", "3 days ago"; "" for missing or unparsable input. */
+export function relativeTime(iso: string | null | undefined, now: Date | number = Date.now()): string {
+  if (!iso) {
+    return '';
+  }
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) {
+    return '';
+  }
+  const nowMs = typeof now === 'number' ? now : now.getTime();
+  const diff = Math.round((nowMs - t) / 1000);
+  const abs = Math.abs(diff);
+  if (abs < 45) {
+    return 'just now';
+  }
+  for (const [name, secs] of UNITS) {
+    if (abs >= secs) {
+      const n = Math.floor(abs / secs);
+      const unit = n === 1 ? name : name + 's';
+      return diff >= 0 ? `${n} ${unit} ago` : `in ${n} ${unit}`;
+    }
+  }
+  // 45..59 seconds
+  return diff >= 0 ? '1 minute ago' : 'in 1 minute';
+}
+
+/** 0 B, 999 B, 1.2 KB, 34 KB, 5.6 MB (base 1024). */
+export function formatBytes(n: number | null | undefined): string {
+  if (n === null || n === undefined || !Number.isFinite(n) || n < 0) {
+    return '';
+  }
+  if (n < 1024) {
+    return `${Math.round(n)} B`;
+  }
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
+}
+
+export function formatCount(n: number | null | undefined, singular: string, plural = singular + 's'): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) {
+    return '';
+  }
+  return `${n} ${n === 1 ? singular : plural}`;
+}
+
+/** A project folder name like "-Users-me-shop" shown as "/Users/me/shop" when no cwd is known. */
+export function projectLabel(projectDir: string, cwd?: string | null): string {
+  if (cwd) {
+    return cwd;
+  }
+  const base = projectDir.split(/[\\/]/).filter(Boolean).pop() ?? projectDir;
+  return base.startsWith('-') ? base.replace(/-/g, '/') : base;
+}
+
+/** Collapses whitespace and cuts a string to max characters with an ellipsis. */
+export function oneLine(s: string | null | undefined, max = 80): string {
+  const flat = (s ?? '').replace(/\s+/g, ' ').trim();
+  return flat.length > max ? flat.slice(0, max - 1) + '…' : flat;
+}
