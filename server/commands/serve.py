@@ -1,0 +1,49 @@
+"""`serve`: run the language server over stdio (default), TCP or WebSocket."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from server.commands.common import CommandError, add_projects_dir
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("serve", help="run the language server")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (default)")
+    mode.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP port")
+    mode.add_argument("--ws", metavar="HOST:PORT", help="listen for WebSocket clients")
+    add_projects_dir(p)
+    p.add_argument("--polling", action="store_true", help="poll the folder instead of OS events (network drives)")
+    p.add_argument("--log-file", type=Path, help="write the log here (stdout is only protocol)")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    p.set_defaults(func=cmd_serve)
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit():
+        raise CommandError(f"expected HOST:PORT, got {value!r}")
+    return host, int(port)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    handlers: list[logging.Handler] = [
+        logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
+    ]
+    logging.basicConfig(level=level, handlers=handlers, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from server.lsp.server import server
+
+    server.cli_projects_dir = args.projects_dir
+    server.cli_polling = args.polling
+    if args.tcp:
+        server.start_tcp(*_host_port(args.tcp))
+    elif args.ws:
+        server.start_ws(*_host_port(args.ws))
+    else:
+        server.start_io()
+    return 0

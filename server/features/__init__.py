@@ -1,0 +1,1 @@
+"""Editor features as plain functions over the index: no pygls imports here."""

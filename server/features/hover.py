@@ -1,0 +1,101 @@
+"""Hover on a transcript line: what the row is and where it sits in its session's tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from server.features.tree import TreeView
+from storage.reader import read_entry
+from storage.rows import Row
+
+
+def _tool_names(entry: dict[str, Any]) -> list[str]:
+    msg = entry.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if not isinstance(content, list):
+        return []
+    return [str(b.get("name")) for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+
+
+def _pair_line(view: TreeView, row: Row) -> list[str]:
+    out = []
+    t = view.transcript
+    for tid in row.tool_use_ids:
+        answers = [r for r in t.nodes.values() if tid in r.tool_result_ids]
+        where = f"result on line {answers[0].line + 1}" if answers else "no result"
+        out.append(f"tool call `{tid}`: {where}")
+    for tid in row.tool_result_ids:
+        calls = [r for r in t.nodes.values() if tid in r.tool_use_ids]
+        where = f"call on line {calls[0].line + 1}" if calls else "its call is not in this file"
+        out.append(f"result of `{tid}`: {where}")
+    return out
+
+
+def hover_markdown(path: Path, view: TreeView, row: Row) -> str:
+    """Markdown describing `row`."""
+    t = view.transcript
+    entry = read_entry(path, row)
+    lines: list[str] = []
+    role = None
+    msg = entry.get("message")
+    if isinstance(msg, dict):
+        role = msg.get("role")
+    head = f"**{view.label(row)}**"
+    if role and role != row.type:
+        head += f" (role {role})"
+    if isinstance(entry.get("attachment"), dict):
+        head += f" `{entry['attachment'].get('type')}`"
+    lines.append(f"{head} · line {row.line + 1}")
+    if row.uuid:
+        lines.append(f"uuid `{row.uuid}`")
+    if row.parent:
+        parent = t.nodes.get(row.parent)
+        where = f"line {parent.line + 1}" if parent else "not in this file"
+        lines.append(f"parent `{row.parent}` ({where})")
+    elif row.is_chain_row:
+        lines.append("root (no parent)")
+    if row.logical_parent:
+        lines.append(f"logical parent `{row.logical_parent}` (before compaction)")
+    if row.is_chain_row:
+        lines.append(f"depth {view.depth(row)}")
+    if row.timestamp:
+        lines.append(f"time {row.timestamp}")
+    if isinstance(msg, dict):
+        if msg.get("model"):
+            lines.append(f"model `{msg['model']}`")
+        usage = msg.get("usage")
+        if isinstance(usage, dict):
+            parts = [f"{k.replace('_tokens', '')} {v}" for k, v in usage.items() if isinstance(v, int)]
+            lines.append("usage: " + ", ".join(parts))
+        if row.message_id:
+            lines.append(f"message id `{row.message_id}`")
+    names = _tool_names(entry)
+    if names:
+        lines.append("tools: " + ", ".join(f"`{n}`" for n in names))
+    lines.extend(_pair_line(view, row))
+    if row.uuid and row.is_chain_row:
+        if row.uuid in view.on_chain:
+            lines.append("on the resume chain")
+        else:
+            start = view.branch_of(row)
+            lines.append(
+                "not on the resume chain"
+                + (f": branch from `{start.uuid}` (line {start.line + 1})" if start else ": unreachable from the leaf")
+            )
+        kids = view.children.get(row.uuid, [])
+        lines.append(f"{len(kids)} child(ren)")
+    if row.is_compact_boundary:
+        meta = entry.get("compactMetadata") if isinstance(entry.get("compactMetadata"), dict) else {}
+        lines.append(
+            f"compaction ({meta.get('trigger', '?')}): {meta.get('preTokens', '?')} tokens before, "
+            f"{meta.get('postTokens', '?')} after"
+        )
+    if row.leaf_uuid:
+        leaf = t.nodes.get(row.leaf_uuid)
+        lines.append(f"leaf `{row.leaf_uuid}` ({f'line {leaf.line + 1}' if leaf else 'not in this file'})")
+    if row.forked_from:
+        lines.append(f"forked from session `{row.forked_from[0]}` at `{row.forked_from[1]}`")
+    if row.agent_id:
+        lines.append(f"agent `{row.agent_id}`")
+    return "  \n".join(lines)

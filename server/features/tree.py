@@ -1,0 +1,105 @@
+"""A session's tree as the editor shows it: the resume chain, children, depth, branch points."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.chain import Chain, build_chain
+from storage.rows import Row
+from storage.transcript import Transcript
+
+
+def is_turn_start(row: Row) -> bool:
+    """A user row that a person typed (not a tool result, meta row or compact summary)."""
+    return row.type == "user" and not row.tool_result_ids and not row.is_meta and not row.is_compact_summary
+
+
+def is_continuation(row: Row) -> bool:
+    """A child that continues the conversation (counts towards a branch)."""
+    return row.type == "assistant" or is_turn_start(row)
+
+
+@dataclass
+class TreeView:
+    transcript: Transcript
+    chain: Chain
+    on_chain: set[str] = field(default_factory=set)
+    children: dict[str, list[Row]] = field(default_factory=dict)
+    _depth: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, transcript: Transcript) -> TreeView:
+        chain = build_chain(transcript)
+        view = cls(transcript, chain, set(chain.uuids), transcript.children())
+        return view
+
+    def depth(self, row: Row) -> int:
+        """Number of ancestors reachable through parent links (a cycle stops the count)."""
+        nodes = self.transcript.nodes
+        path: list[str] = []
+        seen: set[str] = set()
+        cur: Row | None = row
+        base = 0
+        while cur is not None and cur.uuid and cur.uuid not in seen:
+            if cur.uuid in self._depth:
+                base = self._depth[cur.uuid] + 1
+                break
+            seen.add(cur.uuid)
+            path.append(cur.uuid)
+            cur = nodes.get(cur.parent) if cur.parent else None
+        for i, uid in enumerate(reversed(path)):
+            self._depth[uid] = base + i
+        return self._depth.get(row.uuid or "", 0)
+
+    def branch_points(self) -> list[Row]:
+        nodes = self.transcript.nodes
+        out = []
+        for uid, kids in self.children.items():
+            if uid in nodes and sum(1 for k in kids if is_continuation(k)) > 1:
+                out.append(nodes[uid])
+        return sorted(out, key=lambda r: r.line)
+
+    def branch_of(self, row: Row) -> Row | None:
+        """For a row off the chain: the nearest ancestor on the chain (where its branch starts)."""
+        nodes = self.transcript.nodes
+        seen: set[str] = set()
+        cur: Row | None = row
+        while cur is not None and cur.uuid not in seen:
+            seen.add(cur.uuid or "")
+            if cur.uuid in self.on_chain:
+                return cur
+            cur = nodes.get(cur.parent) if cur.parent else None
+        return None
+
+    def label(self, row: Row) -> str:
+        kind = row.type or "?"
+        if row.subtype:
+            kind += f"/{row.subtype}"
+        if row.tool_result_ids:
+            kind += " tool result"
+        elif row.tool_use_ids:
+            kind += " tool call"
+        return kind
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.transcript
+        nodes = [
+            {
+                "uuid": r.uuid,
+                "parentUuid": r.parent,
+                "type": r.type,
+                "line": r.line,
+                "label": self.label(r),
+                "onChain": r.uuid in self.on_chain,
+            }
+            for r in sorted(t.nodes.values(), key=lambda r: r.order)
+            if r.is_chain_row or r.type == "progress"
+        ]
+        return {
+            "sessionId": t.session_id or t.path.stem,
+            "path": str(t.path),
+            "leafUuid": self.chain.leaf.uuid if self.chain.leaf else None,
+            "nodes": nodes,
+            "branchPoints": [r.uuid for r in self.branch_points()],
+        }

@@ -1,0 +1,1 @@
+"""The pygls language server: protocol glue over `server.index` and `server.features`."""

@@ -1,0 +1,478 @@
+"""session-lsp's language server: every LSP handler, named after the method it serves.
+
+The handlers translate between LSP and the plain features in `server.features`; the index of the
+projects folder (`server.index`) is the single source of rows and diagnostics.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+
+from server.features.hover import hover_markdown
+from server.features.lines import read_line, reference_at
+from server.features.outline import Item, lenses, row_at_line, turns
+from server.features.requests import InvalidRequest, SessionRequests
+from server.features.tree import TreeView
+from server.index import ProjectIndex
+from storage.paths import default_projects_dir
+
+log = logging.getLogger(__name__)
+VERSION = "0.1.0"
+CUSTOM_REQUESTS = (
+    "sessions/list",
+    "sessions/tree",
+    "sessions/chain",
+    "sessions/resume",
+    "sessions/fork",
+    "sessions/runTurn",
+)
+SEVERITY = {
+    "error": lsp.DiagnosticSeverity.Error,
+    "warning": lsp.DiagnosticSeverity.Warning,
+    "information": lsp.DiagnosticSeverity.Information,
+    "hint": lsp.DiagnosticSeverity.Hint,
+}
+
+
+def to_plain(value: Any) -> Any:
+    """pygls hands unknown params over as namedtuples: turn them back into dicts and lists."""
+    if hasattr(value, "_asdict"):
+        return {k: to_plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [to_plain(v) for v in value]
+    return value
+
+
+class SessionServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("session-lsp", VERSION)
+        self.projects_dir: Path = default_projects_dir()
+        self.index: ProjectIndex | None = None
+        self.requests: SessionRequests | None = None
+        self.watcher: Any = None
+        self.ready = threading.Event()
+        self._views: dict[Path, tuple[int, TreeView]] = {}
+        self._lock = threading.RLock()
+
+    # -- state -------------------------------------------------------------------------------
+    def configure(self, projects_dir: Path) -> None:
+        self.projects_dir = projects_dir.expanduser()
+        self.index = ProjectIndex(self.projects_dir)
+        self.requests = SessionRequests(self.projects_dir, self.transcript_of)
+
+    def state_of(self, path: Path) -> Any:
+        assert self.index is not None
+        fs = self.index.files.get(path)
+        if fs is None and path.suffix == ".jsonl" and path.is_file() and self.under_projects(path):
+            self.index.update_file(path)
+            fs = self.index.files.get(path)
+        return fs
+
+    def under_projects(self, path: Path) -> bool:
+        try:
+            path.resolve().relative_to(self.projects_dir.resolve())
+            return True
+        except (ValueError, OSError):
+            return False
+
+    def transcript_of(self, path: Path) -> Any:
+        from storage.transcript import Transcript
+
+        fs = self.state_of(path)
+        return fs.transcript if fs is not None else Transcript.load(path)
+
+    def view_of(self, path: Path) -> TreeView | None:
+        fs = self.state_of(path)
+        if fs is None:
+            return None
+        with self._lock:
+            cached = self._views.get(path)
+            if cached is not None and cached[0] == fs.offset:
+                return cached[1]
+            view = TreeView.of(fs.transcript)
+            self._views[path] = (fs.offset, view)
+            return view
+
+    def lsp_diagnostics(self, path: Path) -> list[lsp.Diagnostic]:
+        assert self.index is not None
+        out = []
+        for d in self.index.diagnostics(path):
+            related = [
+                lsp.DiagnosticRelatedInformation(
+                    location=lsp.Location(uri=from_fs_path(str(rp)) or "", range=_line_range(rl)), message=rm
+                )
+                for rp, rl, rm in d.related
+            ]
+            out.append(
+                lsp.Diagnostic(
+                    range=_line_range(d.line, getattr(d, "start_char", 0) or 0, getattr(d, "end_char", None)),
+                    message=d.message,
+                    severity=SEVERITY.get(d.severity, lsp.DiagnosticSeverity.Information),
+                    code=d.code,
+                    source="session-lsp",
+                    related_information=related or None,
+                )
+            )
+        return out
+
+    def publish(self, paths: set[Path]) -> None:
+        open_docs = {Path(to_fs_path(uri) or ""): uri for uri in self.workspace.text_documents}
+        for path in paths:
+            uri = open_docs.get(path)
+            if uri is not None:
+                self.text_document_publish_diagnostics(
+                    lsp.PublishDiagnosticsParams(uri=uri, diagnostics=self.lsp_diagnostics(path))
+                )
+
+    def on_index_change(self, change: Any) -> None:
+        with self._lock:
+            for p in set(change.changed) | set(change.removed):
+                self._views.pop(p, None)
+        self.publish(set(change.changed))
+        for p in change.removed:
+            uri = from_fs_path(str(p))
+            if uri in self.workspace.text_documents:
+                self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        if change.session_ids or change.removed:
+            self.protocol.notify(
+                "sessions/didChange",
+                {"sessionIds": sorted(change.session_ids), "removed": sorted(str(p) for p in change.removed)},
+            )
+
+
+def _line_range(line: int, start: int = 0, end: int | None = None) -> lsp.Range:
+    return lsp.Range(
+        start=lsp.Position(line=line, character=start),
+        end=lsp.Position(line=line, character=end if end is not None else 10**6),
+    )
+
+
+server = SessionServer()
+
+
+def _path(uri: str) -> Path:
+    return Path(to_fs_path(uri) or uri)
+
+
+def _guard(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Turn InvalidRequest (and bad param shapes) into JSON-RPC InvalidParams."""
+
+    def wrapper(params: Any) -> Any:
+        plain = to_plain(params)
+        if isinstance(plain, list) and len(plain) == 1:
+            plain = plain[0]
+        if plain is None:
+            plain = {}
+        if not isinstance(plain, dict):
+            raise JsonRpcInvalidParams(message="parameters must be an object")
+        try:
+            return fn(plain)
+        except InvalidRequest as exc:
+            raise JsonRpcInvalidParams(message=str(exc)) from exc
+
+    return wrapper
+
+
+# -- lifecycle -------------------------------------------------------------------------------
+@server.feature(lsp.INITIALIZE)
+def initialize(ls: SessionServer, params: lsp.InitializeParams) -> None:
+    opts = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+    projects = opts.get("projectsDir") or getattr(ls, "cli_projects_dir", None)
+    ls.configure(Path(projects) if projects else default_projects_dir())
+    ls.watch_enabled = bool(opts.get("watch", True))
+    ls.polling = bool(opts.get("polling", getattr(ls, "cli_polling", False)))
+
+
+@server.feature(lsp.INITIALIZED)
+def initialized(ls: SessionServer, params: lsp.InitializedParams) -> None:
+    threading.Thread(target=_initial_scan, args=(ls,), name="initial-scan", daemon=True).start()
+
+
+def _initial_scan(ls: SessionServer) -> None:
+    assert ls.index is not None
+    token = "session-lsp/indexing"
+    try:
+        ls.work_done_progress.create(token).result(timeout=5)
+        ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title="Indexing Claude sessions", percentage=0))
+        have_progress = True
+    except Exception:  # the client may not support server-initiated progress
+        have_progress = False
+    if ls.watch_enabled and ls.projects_dir.is_dir():
+        from server.index.watcher import IndexWatcher
+
+        ls.watcher = IndexWatcher(ls.index, ls.on_index_change, polling=ls.polling)
+        ls.watcher.start()
+
+    def progress(done: int, total: int) -> None:
+        if have_progress and total and (done % 50 == 0 or done == total):
+            ls.work_done_progress.report(
+                token, lsp.WorkDoneProgressReport(message=f"{done}/{total} files", percentage=int(100 * done / total))
+            )
+
+    try:
+        if ls.projects_dir.is_dir():
+            ls.index.scan(progress)
+    finally:
+        ls.ready.set()
+        if have_progress:
+            ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="Indexed"))
+    ls.publish({_path(uri) for uri in ls.workspace.text_documents})
+    ls.protocol.notify("sessions/didChange", {"sessionIds": [], "removed": []})
+
+
+@server.feature(lsp.SHUTDOWN)
+def shutdown(ls: SessionServer, params: Any) -> None:
+    if ls.watcher is not None:
+        ls.watcher.stop()
+
+
+# -- documents -------------------------------------------------------------------------------
+@server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+def text_document_did_open(ls: SessionServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    path = _path(params.text_document.uri)
+    if ls.ready.is_set() and ls.state_of(path) is not None:
+        ls.publish({path})
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+def text_document_did_save(ls: SessionServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    path = _path(params.text_document.uri)
+    if ls.index is not None and ls.under_projects(path):
+        ls.on_index_change(ls.index.update_file(path))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+def text_document_did_close(ls: SessionServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    return None
+
+
+@server.feature(
+    lsp.TEXT_DOCUMENT_DIAGNOSTIC,
+    lsp.DiagnosticOptions(identifier="session-lsp", inter_file_dependencies=True, workspace_diagnostics=True),
+)
+def text_document_diagnostic(ls: SessionServer, params: lsp.DocumentDiagnosticParams) -> Any:
+    ls.ready.wait(60)
+    path = _path(params.text_document.uri)
+    items = ls.lsp_diagnostics(path) if ls.state_of(path) is not None else []
+    return lsp.RelatedFullDocumentDiagnosticReport(items=items)
+
+
+@server.feature(lsp.WORKSPACE_DIAGNOSTIC)
+def workspace_diagnostic(ls: SessionServer, params: lsp.WorkspaceDiagnosticParams) -> Any:
+    ls.ready.wait(60)
+    assert ls.index is not None
+    reports: list[Any] = []
+    for path in sorted(ls.index.files):
+        items = ls.lsp_diagnostics(path)
+        if items:
+            reports.append(
+                lsp.WorkspaceFullDocumentDiagnosticReport(uri=from_fs_path(str(path)) or "", items=items, version=None)
+            )
+    return lsp.WorkspaceDiagnosticReport(items=reports)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_HOVER)
+def text_document_hover(ls: SessionServer, params: lsp.HoverParams) -> lsp.Hover | None:
+    path = _path(params.text_document.uri)
+    view = ls.view_of(path)
+    if view is None:
+        return None
+    row = row_at_line(view, params.position.line)
+    if row is None:
+        return None
+    text = hover_markdown(path, view, row)
+    return lsp.Hover(
+        contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
+        range=_line_range(row.line, 0, None),
+    )
+
+
+def _locations(ls: SessionServer, hits: list[tuple[Path, Any]]) -> list[lsp.Location]:
+    return [lsp.Location(uri=from_fs_path(str(p)) or "", range=_line_range(r.line, 0, 0)) for p, r in hits]
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+def text_document_definition(ls: SessionServer, params: lsp.DefinitionParams) -> list[lsp.Location] | None:
+    path = _path(params.text_document.uri)
+    view = ls.view_of(path)
+    if view is None or ls.index is None:
+        return None
+    row = row_at_line(view, params.position.line)
+    if row is None:
+        return None
+    ref = reference_at(read_line(path, row), params.position.character)
+    if ref is None:
+        return None
+    if ref.key in ("tool_use_id", "toolUseId") or ref.value.startswith(("toolu_", "srvtoolu_")):
+        hits = [(path, r) for r in view.transcript.rows if ref.value in r.tool_use_ids]
+        if not hits:
+            hits = [(p, r) for p, r in ls.index.find_tool_use(ref.value)] if hasattr(ls.index, "find_tool_use") else []
+        return _locations(ls, hits) or None
+    if ref.key == "agentId":
+        sub = [p for p in ls.index.files if p.name == f"agent-{ref.value}.jsonl"]
+        return [lsp.Location(uri=from_fs_path(str(p)) or "", range=_line_range(0, 0, 0)) for p in sub] or None
+    if ref.key == "sessionId" and ref.value != (view.transcript.session_id or ""):
+        target = ls.index.file_for_session(ref.value)
+        return [lsp.Location(uri=from_fs_path(str(target)) or "", range=_line_range(0, 0, 0))] if target else None
+    if ref.key == "uuid":
+        return None
+    local = view.transcript.nodes.get(ref.value)
+    hits = [(path, local)] if local is not None else list(ls.index.find_uuid(ref.value))
+    return _locations(ls, hits) or None
+
+
+@server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+def text_document_references(ls: SessionServer, params: lsp.ReferenceParams) -> list[lsp.Location] | None:
+    path = _path(params.text_document.uri)
+    view = ls.view_of(path)
+    if view is None or ls.index is None:
+        return None
+    row = row_at_line(view, params.position.line)
+    if row is None or not row.uuid:
+        return None
+    hits = list(ls.index.children_of(row.uuid))
+    if params.context.include_declaration:
+        hits.insert(0, (path, row))
+    return _locations(ls, hits) or None
+
+
+_SYMBOL_KIND = {
+    "turn": lsp.SymbolKind.Event,
+    "reply": lsp.SymbolKind.String,
+    "tool": lsp.SymbolKind.Function,
+    "result": lsp.SymbolKind.Constant,
+    "compaction": lsp.SymbolKind.Namespace,
+}
+
+
+def _symbol(item: Item) -> lsp.DocumentSymbol:
+    rng = lsp.Range(start=lsp.Position(line=item.line, character=0), end=lsp.Position(line=item.end_line, character=0))
+    sel = _line_range(item.line, 0, 0)
+    return lsp.DocumentSymbol(
+        name=item.name,
+        kind=_SYMBOL_KIND[item.kind],
+        range=rng,
+        selection_range=sel,
+        detail=item.detail or None,
+        children=[_symbol(c) for c in item.children] or None,
+    )
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+def text_document_document_symbol(ls: SessionServer, params: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
+    path = _path(params.text_document.uri)
+    view = ls.view_of(path)
+    return [_symbol(i) for i in turns(path, view)] if view is not None else []
+
+
+@server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
+def text_document_folding_range(ls: SessionServer, params: lsp.FoldingRangeParams) -> list[lsp.FoldingRange]:
+    path = _path(params.text_document.uri)
+    view = ls.view_of(path)
+    if view is None:
+        return []
+    return [
+        lsp.FoldingRange(start_line=i.line, end_line=i.end_line, kind=lsp.FoldingRangeKind.Region)
+        for i in turns(path, view)
+        if i.end_line > i.line
+    ]
+
+
+@server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
+def text_document_code_lens(ls: SessionServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+    view = ls.view_of(_path(params.text_document.uri))
+    if view is None:
+        return []
+    return [
+        lsp.CodeLens(
+            range=_line_range(lens.line, 0, 0),
+            command=lsp.Command(title=lens.title, command=lens.command, arguments=lens.arguments),
+        )
+        for lens in lenses(view)
+    ]
+
+
+@server.feature(lsp.WORKSPACE_SYMBOL)
+def workspace_symbol(ls: SessionServer, params: lsp.WorkspaceSymbolParams) -> list[lsp.SymbolInformation]:
+    from storage.sessions import list_sessions
+
+    query = params.query.lower()
+    out = []
+    for s in list_sessions(ls.projects_dir, count=False):
+        haystack = " ".join(filter(None, [s.title, s.first_prompt, s.last_prompt, s.session_id])).lower()
+        if query and query not in haystack:
+            continue
+        line = 0
+        out.append(
+            lsp.SymbolInformation(
+                name=s.title or s.session_id,
+                kind=lsp.SymbolKind.File,
+                location=lsp.Location(uri=from_fs_path(str(s.path)) or "", range=_line_range(line, 0, 0)),
+                container_name=s.cwd,
+            )
+        )
+    return out
+
+
+# -- custom requests -------------------------------------------------------------------------
+def _service(ls: SessionServer) -> SessionRequests:
+    if ls.requests is None:
+        raise JsonRpcInvalidParams(message="server not initialized")
+    return ls.requests
+
+
+@server.feature("sessions/list")
+def sessions_list(ls: SessionServer, params: Any) -> dict[str, Any]:
+    return _guard(_service(ls).list)(params)
+
+
+@server.feature("sessions/tree")
+def sessions_tree(ls: SessionServer, params: Any) -> dict[str, Any]:
+    return _guard(_service(ls).tree)(params)
+
+
+@server.feature("sessions/chain")
+def sessions_chain(ls: SessionServer, params: Any) -> dict[str, Any]:
+    return _guard(_service(ls).chain)(params)
+
+
+@server.feature("sessions/resume")
+def sessions_resume(ls: SessionServer, params: Any) -> dict[str, Any]:
+    return _guard(_service(ls).resume)(params)
+
+
+@server.feature("sessions/fork")
+def sessions_fork(ls: SessionServer, params: Any) -> dict[str, Any]:
+    result = _guard(_service(ls).fork)(params)
+    if ls.index is not None:
+        ls.on_index_change(ls.index.update_file(Path(result["path"])))
+    return result
+
+
+@server.feature(
+    lsp.WORKSPACE_EXECUTE_COMMAND, lsp.ExecuteCommandOptions(commands=list(CUSTOM_REQUESTS))
+)
+def workspace_execute_command(ls: SessionServer, params: lsp.ExecuteCommandParams) -> Any:
+    handlers = {
+        "sessions/list": sessions_list,
+        "sessions/tree": sessions_tree,
+        "sessions/chain": sessions_chain,
+        "sessions/resume": sessions_resume,
+        "sessions/fork": sessions_fork,
+    }
+    handler = handlers.get(params.command)
+    if handler is None:
+        if params.command == "sessions/runTurn" and "sessions/runTurn" in ls.protocol.fm.features:
+            return ls.protocol.fm.features["sessions/runTurn"](to_plain((params.arguments or [{}])[0]))
+        raise JsonRpcInvalidParams(message=f"unknown command {params.command!r}")
+    args = params.arguments or [{}]
+    return handler(ls, args[0])
