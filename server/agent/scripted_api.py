@@ -3,7 +3,8 @@
 This is NOT a real model. It answers from a tiny script keyed on the last user message, so that
 tests (and the real Claude Code CLI pointed at it with ``ANTHROPIC_BASE_URL``) run offline:
 
-- last user message holds tool_result blocks -> ``I read it (N tool results).``
+- last user message (one made only of ``<system-reminder>`` texts, such as a background-task
+  notification, is skipped) holds tool_result blocks -> ``I read it (N tool results).``
 - ``READ <path>`` -> one ``Read`` tool_use; ``PAR <p1> <p2> ...`` -> ``Reading them all.`` plus one
   ``Read`` per path; ``AGENT <prompt>`` -> one ``Agent`` tool_use; ``LS``/``GLOB``/``GREP <arg>`` ->
   one ``LS``/``Glob``/``Grep`` tool_use;
@@ -59,15 +60,18 @@ def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in content or [] if isinstance(b, dict)]
 
 
-def _last_user(messages: list[Any]) -> dict[str, Any] | None:
-    for m in reversed(messages):
-        if isinstance(m, dict) and m.get("role") == "user":
-            return m
-    return None
-
-
 def _is_reminder(block: dict[str, Any]) -> bool:
     return block.get("type") == "text" and str(block.get("text", "")).lstrip().startswith("<system-reminder>")
+
+
+def _last_user(messages: list[Any]) -> dict[str, Any] | None:
+    """The last user message, skipping ones made only of system reminders (task notifications)."""
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    for m in reversed(users):
+        blocks = _blocks(m)
+        if not blocks or not all(_is_reminder(b) for b in blocks):
+            return m
+    return users[-1] if users else None
 
 
 def plan_reply(messages: list[Any]) -> tuple[str, list[dict[str, Any]]]:
