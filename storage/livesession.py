@@ -1,0 +1,240 @@
+"""The real CLI's registry of live sessions, read and written so neither side writes into a
+session the other is running.
+
+Claude Code 2.1.328 keeps one record per running process in `<config>/sessions/<pid>.json`
+(`pid`, `sessionId`, `cwd`, `startedAt`, `procStart`, `version`, `kind`, `entrypoint`, ...), made
+mode 0600 in a 0700 folder and removed at exit; records whose pid is dead are swept. It consults
+the registry in two places:
+
+- `--session-id <id>` refuses with `Error: Session ID <id> is already in use.` when
+  `<project folder of cwd>/<id>.jsonl` already exists (a file check, not a process check);
+- `--resume <id>` (without `--fork-session`) lists the live records for `<id>` (pid alive, not
+  itself, `procStart` equal when recorded) and refuses when one has a `kind` other than
+  `interactive` (`bg`, `daemon`, `daemon-worker`): "... is running in the background ... Add
+  --fork-session to branch off a copy instead." An interactive holder does not stop it.
+
+We honour it both ways: before we write into a session we look for any live record of it (any
+kind, so we are stricter than the CLI), and while we write we register ourselves with kind `bg`,
+the kind that makes the CLI refuse to resume (forking stays allowed, as for the CLI's own jobs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from storage.locking import FILE_MODE, make_private_dirs
+from storage.paths import config_home
+
+OUR_KIND = "bg"
+_MARK_LOCK = threading.Lock()
+
+
+class SessionInUse(Exception):
+    """Another live process (the real CLI or another writer of ours) is running this session."""
+
+    def __init__(self, session_id: str, holder: LiveRecord) -> None:
+        self.session_id = session_id
+        self.holder = holder
+        who = holder.entrypoint or "claude"
+        super().__init__(
+            f"Session ID {session_id} is already in use by a running {who} process "
+            f"(pid {holder.pid}, kind {holder.kind or '?'}, record {holder.path})"
+        )
+
+
+@dataclass(frozen=True)
+class LiveRecord:
+    pid: int
+    session_id: str | None
+    kind: str | None
+    entrypoint: str | None
+    cwd: str | None
+    path: Path
+
+
+def sessions_dir(config_dir: Path | None = None) -> Path:
+    return (config_dir or config_home()) / "sessions"
+
+
+def config_dir_of(projects_dir: Path) -> Path:
+    """The config home a projects folder belongs to (`<home>/projects`)."""
+    return projects_dir.parent
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 1:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def proc_start(pid: int) -> str | None:
+    """The process start time as the CLI records it (`procStart`): field 22 of
+    `/proc/<pid>/stat` on Linux; None where that is not available."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2 :].split(" ")
+    return fields[19] if len(fields) > 19 else None
+
+
+def record_alive(pid: int, recorded_start: object) -> bool:
+    """Alive, and (when both are known) started when the record says: a reused pid is not."""
+    if not pid_alive(pid):
+        return False
+    if isinstance(recorded_start, str):
+        now = proc_start(pid)
+        if now is not None and now != recorded_start:
+            return False
+    return True
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def live_records(config_dir: Path | None = None) -> list[LiveRecord]:
+    """Records whose process is alive (a record naming a dead pid is ignored)."""
+    root = sessions_dir(config_dir)
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        stem, _, ext = name.partition(".")
+        if ext != "json" or not stem.isdigit() or str(int(stem)) != stem:
+            continue
+        pid = int(stem)
+        data = _read(root / name)
+        if data is None or not record_alive(pid, data.get("procStart")):
+            continue
+        sid = data.get("sessionId")
+        kind = data.get("kind")
+        entry = data.get("entrypoint")
+        cwd = data.get("cwd")
+        out.append(
+            LiveRecord(
+                pid,
+                sid if isinstance(sid, str) else None,
+                kind if isinstance(kind, str) else None,
+                entry if isinstance(entry, str) else None,
+                cwd if isinstance(cwd, str) else None,
+                root / name,
+            )
+        )
+    return out
+
+
+def holder_of(session_id: str, config_dir: Path | None = None) -> LiveRecord | None:
+    """A live process other than this one that runs `session_id`, if any."""
+    want = session_id.lower()
+    for rec in live_records(config_dir):
+        if rec.pid != os.getpid() and rec.session_id and rec.session_id.lower() == want:
+            return rec
+    return None
+
+
+def ensure_free(session_id: str, config_dir: Path | None = None) -> None:
+    holder = holder_of(session_id, config_dir)
+    if holder is not None:
+        raise SessionInUse(session_id, holder)
+
+
+_MARKED_BY_US: dict[Path, str] = {}
+"""Registry files this process holds, to their session id."""
+
+
+def _guard_process() -> subprocess.Popen[bytes]:
+    """A child that lives exactly as long as we do (it exits when its stdin pipe closes)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.buffer.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
+    )
+
+
+class LiveMark:
+    """Our own record in the registry for one session, removed on `release()`.
+
+    The CLI allows one record per pid, named `<pid>.json`. The first session of a process is
+    registered under its own pid; each further one under a guard child that exits when we do,
+    so a record never outlives its writer (a crash leaves a dead pid, which both sides ignore).
+    """
+
+    def __init__(self, session_id: str, cwd: str, *, config_dir: Path | None = None,
+                 version: str = "", entrypoint: str = "session-lsp") -> None:
+        self.root = sessions_dir(config_dir)
+        self.session_id = session_id
+        self.guard: subprocess.Popen[bytes] | None = None
+        self.record: dict[str, Any] = {
+            "sessionId": session_id,
+            "cwd": cwd,
+            "startedAt": int(time.time() * 1000),
+            "version": version,
+            "kind": OUR_KIND,
+            "entrypoint": entrypoint,
+            "writer": "session-lsp",
+        }
+        self.path = self.root / f"{os.getpid()}.json"
+        self.held = False
+
+    def acquire(self) -> None:
+        with _MARK_LOCK:
+            pid = os.getpid()
+            own = self.root / f"{pid}.json"
+            if own in _MARKED_BY_US:
+                self.guard = _guard_process()
+                pid = self.guard.pid
+            self.path = self.root / f"{pid}.json"
+            _MARKED_BY_US[self.path] = self.session_id
+        self.record = {"pid": pid, **self.record}
+        start = proc_start(pid)
+        if start is not None:
+            self.record["procStart"] = start
+        make_private_dirs(self.path.parent)
+        tmp = self.path.with_name(f".{self.path.name}.{time.monotonic_ns()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+        try:
+            os.write(fd, orjson.dumps(self.record))
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
+        self.held = True
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        data = _read(self.path)
+        if data is not None and data.get("sessionId") == self.session_id:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+        with _MARK_LOCK:
+            _MARKED_BY_US.pop(self.path, None)
+        if self.guard is not None:
+            with contextlib.suppress(OSError):
+                self.guard.stdin.close()  # type: ignore[union-attr]
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.guard.wait(timeout=5)
+            self.guard = None

@@ -1,0 +1,60 @@
+"""Advisory per-file locks so that our own writers never interleave a line.
+
+Every append of ours holds an exclusive `flock` on the target file for the whole write. Other
+processes of ours (and threads with their own descriptors) wait; programs that do not lock (the
+real CLI) are not held back, which is why we also refuse sessions that a live CLI owns
+(`storage.livesession`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+@contextmanager
+def locked_append_fd(path: os.PathLike[str] | str) -> Iterator[int]:
+    """An `O_APPEND` descriptor on `path` (created 0600), exclusively `flock`ed while open."""
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
+@contextmanager
+def locked_shared(path: os.PathLike[str] | str) -> Iterator[None]:
+    """A shared lock on an existing file: readers that want to see only whole batches."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+def make_private_dirs(path: os.PathLike[str] | str) -> list[str]:
+    """`mkdir -p` giving every folder it creates mode 0700 (existing ones are left alone);
+    returns the folders created, outermost first."""
+    missing: list[str] = []
+    cur = os.path.abspath(path)
+    while not os.path.isdir(cur):
+        missing.append(cur)
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            break
+        cur = parent
+    created = []
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, DIR_MODE)
+            created.append(d)
+        except FileExistsError:
+            pass
+    return created

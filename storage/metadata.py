@@ -1,0 +1,47 @@
+"""Session metadata written outside a recording: `custom-title` (rename) and `tag` rows appended
+as the CLI appends them, and private JSON sidecars."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from storage.jsonline import dump_line
+from storage.livesession import ensure_free
+from storage.locking import FILE_MODE, make_private_dirs
+from storage.writequeue import TornTail, append_lines
+
+
+def write_private_json(path: Path, value: Any) -> None:
+    """Write a small JSON file atomically, mode 0600, its folders 0700."""
+    make_private_dirs(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+    try:
+        os.write(fd, orjson.dumps(value))
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def append_metadata(path: Path, entry: dict[str, Any], *, config_dir: Path | None = None,
+                    fsync: bool = False) -> TornTail | None:
+    """Append one metadata row to an existing session file, unless a live process runs it."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no session file {path}")
+    ensure_free(path.stem, config_dir if config_dir is not None else path.parent.parent.parent)
+    return append_lines(path, dump_line({**entry, "sessionId": path.stem}), fsync=fsync)
+
+
+def rename_session(path: Path, title: str, **kw: Any) -> TornTail | None:
+    """`/rename`: a `custom-title` row (last one wins)."""
+    return append_metadata(path, {"type": "custom-title", "customTitle": title}, **kw)
+
+
+def tag_session(path: Path, tag: str, **kw: Any) -> TornTail | None:
+    """`/tag`: a `tag` row (last one wins)."""
+    return append_metadata(path, {"type": "tag", "tag": tag}, **kw)

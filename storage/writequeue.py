@@ -1,0 +1,236 @@
+"""An ordered, batched append queue for transcript files.
+
+Lines are queued per file in order; a flush writes each file's pending lines as one `O_APPEND`
+write of whole lines under the file's advisory lock, sealing a torn tail (a last line without
+`\\n`) first. Flushes happen on a short timer (100 ms, as the CLI), on demand, and at exit.
+A flush reports the keys (row uuids) it made durable:
+
+- default mode: the write(2) returned, so the lines are in the kernel and survive the death of
+  this process (even SIGKILL), but not a power loss or kernel crash;
+- `fsync=True`: the file (and, when we created it, its folder) were fsynced as well, so the
+  lines survive a power loss too (as far as the disk honours flushes).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from storage.locking import locked_append_fd, make_private_dirs
+
+FLUSH_INTERVAL = 0.1
+MAX_BATCH_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class TornTail:
+    """A file that did not end in `\\n` and was sealed with one before our append."""
+
+    path: Path
+    offset: int
+
+
+@dataclass
+class _Pending:
+    path: Path
+    data: bytes
+    key: str | None
+
+
+@dataclass
+class FlushResult:
+    durable: list[str] = field(default_factory=list)
+    sealed: list[TornTail] = field(default_factory=list)
+    errors: list[tuple[Path, OSError]] = field(default_factory=list)
+
+
+def _ends_with_newline(fd: int) -> tuple[bool, int]:
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return True, 0
+    return os.pread(fd, 1, size - 1) == b"\n", size
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def append_lines(path: Path, data: bytes, *, fsync: bool = False) -> TornTail | None:
+    """Append whole lines to `path` in one locked `O_APPEND` write; seal a torn tail first."""
+    created = make_private_dirs(path.parent)
+    existed = path.exists()
+    with locked_append_fd(path) as fd:
+        ok, size = _ends_with_newline(fd)
+        torn = None if ok else TornTail(path, size)
+        _write_all(fd, data if ok else b"\n" + data)
+        if fsync:
+            os.fsync(fd)
+    if fsync and (created or not existed):
+        for d in {path.parent, *(Path(c).parent for c in created)}:
+            _fsync_dir(d)
+    return torn
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class WriteQueue:
+    """Queue lines for files; `flush()` appends them in order and returns the keys now durable."""
+
+    def __init__(
+        self,
+        *,
+        fsync: bool = False,
+        interval: float | None = FLUSH_INTERVAL,
+        on_torn: Callable[[TornTail], None] | None = None,
+        trailer: Callable[[Path, list[str | None]], bytes | None] | None = None,
+    ) -> None:
+        """`trailer(path, keys)` may return lines to end each batch for `path` with."""
+        self.fsync = fsync
+        self.interval = interval
+        self.on_torn = on_torn
+        self.trailer = trailer
+        self.sealed: list[TornTail] = []
+        self._pending: list[_Pending] = []
+        self._durable_since_report: list[str] = []
+        self._lock = threading.Lock()  # guards the pending list
+        self._io = threading.Lock()  # one flush at a time keeps the order
+        self._wake = threading.Event()
+        self._closed = False
+        self._timer: threading.Thread | None = None
+        _LIVE.add(self)
+
+    def put(self, path: Path, line: bytes, key: str | None = None) -> None:
+        """Queue one `\\n`-terminated line for `path`."""
+        if not line.endswith(b"\n"):
+            raise ValueError("a queued line must end with \\n")
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("write queue is closed")
+            self._pending.append(_Pending(Path(path), line, key))
+            self._start_timer()
+        self._wake.set()
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def _start_timer(self) -> None:
+        if self.interval is None or self._timer is not None:
+            return
+        self._timer = threading.Thread(target=self._run, name="session-lsp-writequeue", daemon=True)
+        self._timer.start()
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            if self._closed:
+                return
+            threading.Event().wait(self.interval)  # let rows of one burst join one batch
+            self._wake.clear()
+            try:
+                self._flush_pending()
+            except Exception:  # noqa: BLE001 - the next explicit flush reports it
+                pass
+
+    def _flush_pending(self) -> FlushResult:
+        result = FlushResult()
+        with self._io:
+            with self._lock:
+                batch, self._pending = self._pending, []
+            if not batch:
+                return result
+            # Group runs per file, keeping the global order of first appearance.
+            order: list[Path] = []
+            groups: dict[Path, list[_Pending]] = {}
+            for item in batch:
+                if item.path not in groups:
+                    order.append(item.path)
+                    groups[item.path] = []
+                groups[item.path].append(item)
+            failed: list[_Pending] = []
+            for path in order:
+                items = groups[path]
+                chunks = _chunks(items)
+                for n, chunk in enumerate(chunks):
+                    data = b"".join(i.data for i in chunk)
+                    if self.trailer is not None and n == len(chunks) - 1:
+                        data += self.trailer(path, [i.key for i in items]) or b""
+                    try:
+                        torn = append_lines(path, data, fsync=self.fsync)
+                    except OSError as exc:
+                        result.errors.append((path, exc))
+                        failed.extend(chunk)
+                        continue
+                    if torn is not None:
+                        result.sealed.append(torn)
+                        self.sealed.append(torn)
+                        if self.on_torn:
+                            self.on_torn(torn)
+                    result.durable.extend(i.key for i in chunk if i.key)
+            if failed:
+                with self._lock:
+                    self._pending[0:0] = failed
+            with self._lock:
+                self._durable_since_report.extend(result.durable)
+        return result
+
+    def flush(self) -> FlushResult:
+        """Write everything queued now. `durable` lists every key made durable since the previous
+        `flush()` call, including what the timer wrote meanwhile."""
+        result = self._flush_pending()
+        with self._lock:
+            result.durable, self._durable_since_report = self._durable_since_report, []
+        if result.errors:
+            path, exc = result.errors[0]
+            raise OSError(exc.errno, f"append to {path} failed: {exc.strerror}", str(path)) from exc
+        return result
+
+    def close(self) -> FlushResult:
+        try:
+            return self.flush()
+        finally:
+            self._closed = True
+            self._wake.set()
+            _LIVE.discard(self)
+
+
+def _chunks(items: list[_Pending]) -> list[list[_Pending]]:
+    out: list[list[_Pending]] = [[]]
+    size = 0
+    for item in items:
+        if out[-1] and size + len(item.data) > MAX_BATCH_BYTES:
+            out.append([])
+            size = 0
+        out[-1].append(item)
+        size += len(item.data)
+    return out
+
+
+_LIVE: weakref.WeakSet[WriteQueue] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_all_at_exit() -> None:
+    for queue in list(_LIVE):
+        try:
+            queue.flush()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
