@@ -105,6 +105,7 @@ class Driver:
         self.model = model
         self.log: list[str] = []
         self.oracles: dict[str, dict[str, Any]] = {}
+        self.fork_id = ""
 
     def step(self, cwd: Path, prompt: str, *args: str, flags: list[str] = BARE,
              kill_after: float | None = None) -> str:
@@ -156,6 +157,7 @@ def drive(d: Driver) -> None:
     d.step(SHOP, "after the second compact", "--resume", S1)
     # A fork of S1, then --continue (picks the fork: the most recently modified file).
     d.step(SHOP, "fork from here", "--resume", S1, "--fork-session")
+    d.fork_id = d.model.requests[-1]["sessionId"]
     d.step(SHOP, "continue the latest", "--continue")
     # S3: a retried overload, then a turn killed mid-stream, then a resume.
     d.step(OTHER, "before the kill", "--session-id", S3)
@@ -201,8 +203,8 @@ def write_readme(d: Driver) -> None:
         f"- `{SHOP}`: `{S1}` (READ, PAR of 3 files, `/compact`, a prompt, GREP, a second `/compact`,",
         f"  a prompt), `{S2}` (AGENT, no `--bare`: see `{S2}/subagents/`; the CLI runs the agent in the",
         "  background and answers its task notification in a second turn), a `--fork-session` of",
-        f"  `{S1}` and a",
-        "  `--continue` (which picked the fork);",
+        f"  `{S1}` (the new session `{d.fork_id}`) and a `--continue` (which picked the fork: the",
+        "  most recently modified file);",
         f"- `{OTHER}`: `{S3}` (a 529 overload retried once: `api_error` row; then `SLOW ...` SIGKILLed",
         "  mid-stream, then a resume, which wrote `No response requested.` for the killed turn);",
         f"- `{LONG}`",

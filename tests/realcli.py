@@ -59,7 +59,7 @@ def find_claude() -> Path | None:
         if _usable(candidate):
             return candidate
     on_path = shutil.which("claude")
-    if on_path and _usable(Path(on_path).resolve()):
+    if on_path and os.access(on_path, os.X_OK):
         return Path(on_path)
     return OPT_CLAUDE if _usable(OPT_CLAUDE) else None
 
