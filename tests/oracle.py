@@ -39,7 +39,9 @@ def _block_key(block: dict[str, Any], role: str) -> tuple[str, str]:
     return (btype, "")
 
 
-def differences(ours: list[dict[str, Any]], oracle: list[dict[str, Any]]) -> list[str]:
+def differences(
+    ours: list[dict[str, Any]], oracle: list[dict[str, Any]], *, system_content: bool = True
+) -> list[str]:
     """Roles, block kinds, prompt and reply texts, tool call and result ids. Scrubbed reminders in
     the oracle match any text block; system messages compare by emptiness only."""
     diffs: list[str] = []
@@ -50,7 +52,7 @@ def differences(ours: list[dict[str, Any]], oracle: list[dict[str, Any]]) -> lis
             diffs.append(f"[{i}] role {a['role']} != {b['role']}")
             continue
         if a["role"] == "system":
-            if bool(a["content"]) != bool(b["content"]):
+            if system_content and bool(a["content"]) != bool(b["content"]):
                 diffs.append(f"[{i}] system emptiness differs")
             continue
         if len(a["content"]) != len(b["content"]):
