@@ -107,7 +107,8 @@ def run_claude(
     """Run ``claude -p ... <args>`` offline; SIGKILL it after ``kill_after`` seconds if given.
 
     ``args`` are the CLI arguments after ``-p`` (e.g. ``["READ /x", "--session-id", sid]``).
-    ``home`` defaults to ``<config_dir>/../home``. A killed run returns returncode -9; a run that
+    ``home`` defaults to ``<config_dir>/../home`` and ``CLAUDE_CODE_TMPDIR`` to
+    ``<config_dir>/../tmp``; ``env`` adds or overrides variables. A killed run returns returncode -9; a run that
     outlives ``timeout`` is killed and raises ``subprocess.TimeoutExpired``.
     """
     binary = claude or find_claude()
@@ -115,15 +116,17 @@ def run_claude(
         raise FileNotFoundError("REAL CLI NOT AVAILABLE: run scripts/setup.d/claude-cli.sh")
     config_dir = Path(config_dir)
     home_dir = Path(home) if home is not None else config_dir.parent / "home"
-    config_dir.mkdir(parents=True, exist_ok=True)
-    home_dir.mkdir(parents=True, exist_ok=True)
+    tmp_dir = config_dir.parent / "tmp"  # the CLI's scratch files (task outputs), not /tmp/claude-<uid>
+    for folder in (config_dir, home_dir, tmp_dir):
+        folder.mkdir(parents=True, exist_ok=True)
+    extra = {"CLAUDE_CODE_TMPDIR": str(tmp_dir), **(env or {})}
     cmd = [str(binary), "-p", *args]
     if allowed_tools:
         cmd += ["--allowedTools", ",".join(allowed_tools)]
     proc = subprocess.Popen(
         cmd,
         cwd=str(cwd),
-        env=claude_env(config_dir=config_dir, base_url=base_url, home=home_dir, extra=env),
+        env=claude_env(config_dir=config_dir, base_url=base_url, home=home_dir, extra=extra),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
