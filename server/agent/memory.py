@@ -1,0 +1,137 @@
+"""CLAUDE.md memory, loaded in the CLI's order, with `@path` imports.
+
+Order (later files win, so they come later): managed (`/etc/claude-code/CLAUDE.md` and its
+`.claude/rules/*.md`), user (`~/.claude/CLAUDE.md`, `~/.claude/rules/*.md`), then for every folder
+from the filesystem root down to the working directory: `CLAUDE.md`, `.claude/CLAUDE.md`,
+`.claude/rules/*.md`, `CLAUDE.local.md`. An `@path` (relative to the including file, `~/`, or
+absolute) pulls a file in right after its includer, at most 5 levels deep, each file once;
+`@` inside fenced code blocks or inline code is not an import.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from storage.paths import config_home
+
+MAX_IMPORT_DEPTH = 5
+HEADER = (
+    "Codebase and user instructions are shown below. Be sure to adhere to these instructions. "
+    "IMPORTANT: These instructions OVERRIDE any default behavior and you MUST follow them exactly as written."
+)
+DESCRIPTIONS = {
+    "Project": " (project instructions, checked into the codebase)",
+    "Local": " (user's private project instructions, not checked in)",
+    "Managed": " (organization-managed policy instructions)",
+    "User": " (user's private global instructions for all projects)",
+}
+_IMPORT_RE = re.compile(r"(?:^|\s)@((?:[^\s\\]|\\ )+)")
+_FENCE_RE = re.compile(r"^\s*(```|~~~)")
+_INLINE_CODE_RE = re.compile(r"`[^`]*`")
+_TEXT_SUFFIXES = {"", ".md", ".txt", ".markdown", ".json", ".yaml", ".yml", ".toml", ".rst"}
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    path: Path
+    kind: str
+    """Managed, User, Project or Local."""
+    content: str
+    parent: Path | None = None
+    """The file that imported this one, if any."""
+
+
+def managed_path() -> Path:
+    if sys.platform == "darwin":
+        return Path("/Library/Application Support/ClaudeCode/CLAUDE.md")
+    return Path("/etc/claude-code/CLAUDE.md")
+
+
+def import_paths(text: str, base: Path) -> list[Path]:
+    """`@path` references outside code, resolved against `base` (the includer's folder)."""
+    found: list[Path] = []
+    fenced = False
+    for line in text.splitlines():
+        if _FENCE_RE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        for m in _IMPORT_RE.finditer(_INLINE_CODE_RE.sub("", line)):
+            raw = m.group(1).replace("\\ ", " ").rstrip(".,;:)")
+            if raw.startswith("@") or not raw or raw.startswith(("http:", "https:")):
+                continue
+            if raw.startswith("~/"):
+                path = Path(os.path.expanduser(raw))
+            elif raw.startswith("/"):
+                path = Path(raw)
+            else:
+                path = base / raw
+            found.append(path)
+    return found
+
+
+def _read(path: Path) -> str | None:
+    try:
+        if not path.is_file() or path.suffix.lower() not in _TEXT_SUFFIXES:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _load(path: Path, kind: str, seen: set[str], depth: int = 0, parent: Path | None = None) -> list[MemoryFile]:
+    key = os.path.realpath(path)
+    if key in seen or depth > MAX_IMPORT_DEPTH:
+        return []
+    text = _read(path)
+    if text is None:
+        return []
+    seen.add(key)
+    out = [MemoryFile(path, kind, text, parent)]
+    for child in import_paths(text, path.parent):
+        out += _load(child, kind, seen, depth + 1, path)
+    return out
+
+
+def _rules(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in (folder / "rules").rglob("*.md") if p.is_file())
+    except OSError:
+        return []
+
+
+def _folders_down_to(cwd: Path) -> list[Path]:
+    real = Path(os.path.realpath(cwd))
+    return [*reversed(real.parents), real]
+
+
+def load_memory(cwd: str | Path, *, home: Path | None = None, managed: Path | None = None) -> list[MemoryFile]:
+    """Every memory file for `cwd`, in the order the CLI puts them in the prompt."""
+    seen: set[str] = set()
+    out: list[MemoryFile] = []
+    managed_file = managed or managed_path()
+    out += _load(managed_file, "Managed", seen)
+    for rule in _rules(managed_file.parent / ".claude"):
+        out += _load(rule, "Managed", seen)
+    user_home = home or config_home()
+    out += _load(user_home / "CLAUDE.md", "User", seen)
+    for rule in _rules(user_home):
+        out += _load(rule, "User", seen)
+    for folder in _folders_down_to(Path(cwd)):
+        out += _load(folder / "CLAUDE.md", "Project", seen)
+        out += _load(folder / ".claude" / "CLAUDE.md", "Project", seen)
+        for rule in _rules(folder / ".claude"):
+            out += _load(rule, "Project", seen)
+        out += _load(folder / "CLAUDE.local.md", "Local", seen)
+    return out
+
+
+def render_memory(files: list[MemoryFile]) -> str:
+    """The `claudeMd` text the CLI puts in the user context ("" when there is no memory)."""
+    parts = [f"Contents of {f.path}{DESCRIPTIONS[f.kind]}:\n\n{f.content.strip()}" for f in files if f.content.strip()]
+    return f"{HEADER}\n\n" + "\n\n".join(parts) if parts else ""

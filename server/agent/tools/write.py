@@ -1,0 +1,79 @@
+"""Write, Edit: change files inside the working directory (off unless the user turns them on)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from server.agent.tools.base import ToolContext, ToolError, ToolOutput, schema, string_arg
+
+
+class WriteTool:
+    name = "Write"
+    read_only = False
+
+    def schema(self) -> dict[str, Any]:
+        return schema(
+            self.name,
+            "Writes a file in the working directory, replacing it if it exists.",
+            {
+                "file_path": {"type": "string", "description": "The absolute path to the file to write"},
+                "content": {"type": "string", "description": "The content to write to the file"},
+            },
+            ["file_path", "content"],
+        )
+
+    def run(self, tool_input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        raw = string_arg(tool_input, "file_path")
+        content = string_arg(tool_input, "content") or ""
+        path = ctx.confine(raw)
+        if path.is_dir():
+            raise ToolError(f"{raw} is a directory")
+        existed = path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+        verb = "updated" if existed else "created"
+        return ToolOutput(
+            f"File {verb} successfully at: {raw}",
+            extra={"type": "update" if existed else "create", "filePath": raw, "content": content},
+        )
+
+
+class EditTool:
+    name = "Edit"
+    read_only = False
+
+    def schema(self) -> dict[str, Any]:
+        return schema(
+            self.name,
+            "Replaces old_string with new_string in a file; old_string must be unique unless replace_all.",
+            {
+                "file_path": {"type": "string", "description": "The absolute path to the file to modify"},
+                "old_string": {"type": "string", "description": "The text to replace"},
+                "new_string": {"type": "string", "description": "The text to replace it with"},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence"},
+            },
+            ["file_path", "old_string", "new_string"],
+        )
+
+    def run(self, tool_input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        raw = string_arg(tool_input, "file_path")
+        old = string_arg(tool_input, "old_string") or ""
+        new = string_arg(tool_input, "new_string") or ""
+        path = ctx.confine(raw, must_exist=True)
+        if old == new:
+            raise ToolError("No changes to make: old_string and new_string are exactly the same.")
+        text = path.read_text(encoding="utf-8")
+        count = text.count(old) if old else 0
+        if count == 0:
+            raise ToolError(f"String to replace not found in file.\nString: {old}")
+        if count > 1 and not tool_input.get("replace_all"):
+            raise ToolError(
+                f"Found {count} matches of the string to replace, but replace_all is false. "
+                "Set replace_all to true or give more context to make it unique."
+            )
+        path.write_text(
+            text.replace(old, new) if tool_input.get("replace_all") else text.replace(old, new, 1), encoding="utf-8"
+        )
+        return ToolOutput(
+            f"The file {raw} has been updated.", extra={"filePath": raw, "oldString": old, "newString": new}
+        )
