@@ -148,10 +148,11 @@ def live_records(config_dir: Path | None = None) -> list[LiveRecord]:
 
 
 def holder_of(session_id: str, config_dir: Path | None = None) -> LiveRecord | None:
-    """A live process other than this one that runs `session_id`, if any."""
+    """A live process that runs `session_id`, if any (this process too: a second recorder of
+    ours for a session already being recorded is refused as well)."""
     want = session_id.lower()
     for rec in live_records(config_dir):
-        if rec.pid != os.getpid() and rec.session_id and rec.session_id.lower() == want:
+        if rec.session_id and rec.session_id.lower() == want:
             return rec
     return None
 
