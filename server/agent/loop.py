@@ -1,0 +1,227 @@
+"""The embedded agent loop: one turn, from the prompt to the model's last reply, recorded as the
+real CLI records it so `claude --resume` continues it. Synchronous; the LSP server runs it in a
+worker thread and cancels it through a CancelToken (or a threading.Event).
+
+    result = run_turn(TurnRequest(prompt="READ notes.md", session=sid),
+                      on_event=print, cancel=token)
+    result.to_json()  # {sessionId, path, appended, text, usage, ...}
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from server.agent.cancel import CancelToken, TurnCancelled, as_token
+from server.agent.context import TurnContext, with_user_context
+from server.agent.cost import cost_state
+from server.agent.events import TurnEvent, TurnResult
+from server.agent.providers.base import ModelProvider, ModelRequest
+from server.agent.providers.choose import CLAUDE_CLI, make_provider
+from server.agent.request import TurnRequest
+from server.agent.session import OpenSession, open_session
+from server.agent.tools import Tool, ToolContext, make_tools
+from server.agent.tools.base import ToolOutput
+from server.agent.tools.runner import ToolCall, run_calls
+
+EventSink = Callable[[TurnEvent], None]
+PREVIEW = 2000
+
+
+def run_turn(
+    request: TurnRequest,
+    *,
+    on_event: EventSink | None = None,
+    cancel: CancelToken | threading.Event | None = None,
+    provider: ModelProvider | None = None,
+) -> TurnResult:
+    """Run one turn. Raises ProviderError (no key, bad key, overloaded after retries, network),
+    SessionNotFound, or ValueError for a bad request; the prompt stays recorded in those cases."""
+    emit = on_event or (lambda _e: None)
+    token = as_token(cancel)
+    stop_watch = _watch_event(cancel, token)
+    try:
+        chosen = provider or make_provider(
+            request.provider, model=request.model, env=request.env, base_url=request.base_url
+        )
+        if getattr(chosen, "name", "") == CLAUDE_CLI:
+            return chosen.run_turn(request, on_event=emit, cancel=token)  # type: ignore[attr-defined]
+        tools = make_tools(request.tools)
+        session = open_session(request)
+        return _Turn(request, session, chosen, tools, emit, token).run()
+    finally:
+        stop_watch()
+
+
+def _watch_event(cancel: object, token: CancelToken) -> Callable[[], None]:
+    """A plain threading.Event cannot wake a blocked stream: poll it and cancel the token."""
+    if not isinstance(cancel, threading.Event):
+        return lambda: None
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.05):
+            if cancel.is_set():
+                token.cancel()
+                return
+
+    threading.Thread(target=watch, name="turn-cancel-watch", daemon=True).start()
+    return done.set
+
+
+def merge_user(messages: list[dict[str, Any]], prompt_blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` plus the prompt; a prompt after a user message joins it (as the API requires)."""
+    out = list(messages)
+    if out and out[-1].get("role") == "user":
+        last = out[-1]
+        content = last["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        out[-1] = {"role": "user", "content": blocks + prompt_blocks}
+    else:
+        out.append({"role": "user", "content": prompt_blocks})
+    return out
+
+
+class _Turn:
+    def __init__(
+        self,
+        request: TurnRequest,
+        session: OpenSession,
+        provider: ModelProvider,
+        tools: dict[str, Tool],
+        emit: EventSink,
+        cancel: CancelToken,
+    ) -> None:
+        self.request = request
+        self.session = session
+        self.rec = session.recorder
+        self.provider = provider
+        self.tools = tools
+        self.emit = emit
+        self.cancel = cancel
+        self.context = TurnContext.load(session.cwd, model=provider.model)
+        self.tool_ctx = ToolContext(session.cwd)
+        self.result = TurnResult(self.rec.session_id, str(self.rec.path), provider=provider.name, model=provider.model)
+        self.texts: list[str] = []
+        self.api_ms = 0
+        self.tool_ms = 0
+
+    def run(self) -> TurnResult:
+        start = time.time()
+        self.emit(
+            TurnEvent(
+                "session",
+                {
+                    "sessionId": self.rec.session_id,
+                    "path": str(self.rec.path),
+                    "resumed": self.session.resumed,
+                    "forkedFrom": self.session.forked_from,
+                    "cwd": str(self.session.cwd),
+                },
+            )
+        )
+        try:
+            self.result.appended.append(self.rec.record_prompt(self.request.prompt))
+            prompt = [{"type": "text", "text": self.request.prompt}]
+            messages = merge_user(self.session.history, prompt)
+            self._steps(messages)
+        except TurnCancelled:
+            self._interrupted(for_tool_use=False)
+        finally:
+            self.rec.set_cost_state(
+                cost_state(
+                    self.provider.model,
+                    self.result.usage,
+                    start_ms=int(start * 1000),
+                    duration_ms=int((time.time() - start) * 1000),
+                    api_ms=self.api_ms,
+                    tool_ms=self.tool_ms,
+                )
+            )
+            self.rec.close()
+        self.result.text = "\n\n".join(t for t in self.texts if t)
+        self.emit(TurnEvent("done", self.result.to_json()))
+        return self.result
+
+    def _steps(self, messages: list[dict[str, Any]]) -> None:
+        system = self.context.system_prompt(list(self.tools))
+        schemas = [t.schema() for t in self.tools.values()]
+        reminder = self.context.user_context()
+        for _ in range(self.request.max_steps):
+            self.cancel.check()
+            began = time.monotonic()
+            response = self.provider.stream(
+                ModelRequest(system, with_user_context(messages, reminder), schemas, self.rec.session_id),
+                on_text=lambda t: self.emit(TurnEvent("text", {"text": t})),
+                cancel=self.cancel,
+                on_retry=lambda n, err: self.emit(TurnEvent("retry", {"attempt": n, "error": err})),
+            )
+            self.api_ms += int((time.monotonic() - began) * 1000)
+            message = response.message
+            self.result.usage.add(message.get("usage"))
+            if not response.complete:
+                finished = [b for b in message["content"] if b.get("type") != "tool_use"]
+                if finished:
+                    self._record_response({**message, "content": finished})
+                self._interrupted(for_tool_use=False)
+                return
+            self._record_response(message)
+            self.result.stop_reason = message.get("stop_reason")
+            messages.append({"role": "assistant", "content": message["content"]})
+            calls = [
+                ToolCall(b["id"], b["name"], b.get("input") or {})
+                for b in message["content"]
+                if b.get("type") == "tool_use"
+            ]
+            if not calls:
+                return
+            results = self._run_tools(calls)
+            if self.cancel.cancelled:
+                return
+            messages.append({"role": "user", "content": results})
+        self.texts.append(f"(stopped after {self.request.max_steps} model responses)")
+
+    def _record_response(self, message: dict[str, Any]) -> None:
+        self.result.appended += self.rec.record_assistant(message)
+        text = "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
+        self.texts.append(text)
+
+    def _run_tools(self, calls: list[ToolCall]) -> list[dict[str, Any]]:
+        for call in calls:
+            self.emit(TurnEvent("tool_call", {"id": call.id, "name": call.name, "input": call.input}))
+
+        def reported(call: ToolCall, out: ToolOutput) -> None:
+            self.emit(
+                TurnEvent(
+                    "tool_result",
+                    {"id": call.id, "name": call.name, "isError": out.is_error, "content": out.content[:PREVIEW]},
+                )
+            )
+
+        began = time.monotonic()
+        outputs = run_calls(
+            calls, self.tools, self.tool_ctx, should_stop=lambda: self.cancel.cancelled, on_result=reported
+        )
+        self.tool_ms += int((time.monotonic() - began) * 1000)
+        done = [c for c in calls if c.id in outputs]
+        blocks = [_result_block(c, outputs[c.id]) for c in done]
+        if blocks:
+            extras = [outputs[c.id].extra if outputs[c.id].extra is not None else outputs[c.id].content for c in done]
+            self.result.appended += self.rec.record_tool_results(blocks, tool_use_results=extras)
+        if self.cancel.cancelled:
+            self._interrupted(for_tool_use=len(done) < len(calls))
+        return blocks
+
+    def _interrupted(self, *, for_tool_use: bool) -> None:
+        self.result.cancelled = True
+        self.result.stop_reason = "cancelled"
+        self.result.appended.append(self.rec.record_interruption(for_tool_use=for_tool_use))
+
+
+def _result_block(call: ToolCall, out: ToolOutput) -> dict[str, Any]:
+    block: dict[str, Any] = {"tool_use_id": call.id, "type": "tool_result", "content": out.content}
+    if out.is_error:
+        block["is_error"] = True
+    return block

@@ -1,0 +1,45 @@
+"""Choosing the provider: `anthropic` when ANTHROPIC_API_KEY is set, else `claude-cli` when
+`claude` is on the PATH, else an error that explains both; `scripted` only when asked."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from server.agent.providers.anthropic_api import AnthropicProvider
+from server.agent.providers.base import ProviderError
+from server.agent.providers.claude_cli import NAME as CLAUDE_CLI
+from server.agent.providers.claude_cli import ClaudeCliProvider, find_claude_binary
+
+PROVIDERS = ("anthropic", CLAUDE_CLI, "scripted")
+
+
+def default_provider_name(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    if env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"):
+        return "anthropic"
+    if find_claude_binary(env):
+        return CLAUDE_CLI
+    raise ProviderError(
+        "no model provider available: set ANTHROPIC_API_KEY to use the Anthropic API (provider "
+        "`anthropic`, ANTHROPIC_BASE_URL for a gateway), or install Claude Code so `claude` is on the "
+        "PATH (provider `claude-cli`, uses your Claude Code login). `--provider scripted` runs the "
+        "offline scripted test model (not a real model).",
+        kind="no_key",
+    )
+
+
+def make_provider(
+    name: str | None, *, model: str | None = None, env: Mapping[str, str] | None = None, base_url: str | None = None
+) -> Any:
+    chosen = name or default_provider_name(env)
+    if chosen == "anthropic":
+        return AnthropicProvider(model=model, env=env, base_url=base_url)
+    if chosen == CLAUDE_CLI:
+        return ClaudeCliProvider(model=model, env=env)
+    if chosen == "scripted":
+        from server.agent.providers.scripted import scripted_provider
+
+        return scripted_provider(model, base_url)
+    raise ProviderError(f"unknown provider {chosen!r}; choose one of {', '.join(PROVIDERS)}", kind="error")

@@ -1,0 +1,222 @@
+"""The `claude-cli` provider: the turn is run by an installed `claude` (`-p`, stream-json output),
+for people whose Claude Code runs on a subscription. The CLI writes the transcript itself; we
+relay its stream as turn events and report the rows it appended."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import uuid as uuidlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from server.agent.cancel import CancelToken
+from server.agent.events import TurnEvent, TurnResult
+from server.agent.providers.base import ProviderError
+from server.agent.request import TurnRequest
+from server.agent.tools import READ_ONLY, WRITERS
+from storage.lookup import SessionNotFound, find_continue
+from storage.paths import default_projects_dir, project_folder_name, resolve_cwd
+from storage.transcript import Transcript
+
+NAME = "claude-cli"
+INTERRUPT_GRACE = 5.0
+
+
+def find_claude_binary(env: Mapping[str, str] | None = None) -> str | None:
+    env = os.environ if env is None else env
+    return env.get("SESSION_LSP_CLAUDE") or shutil.which("claude", path=env.get("PATH"))
+
+
+class ClaudeCliProvider:
+    name = NAME
+
+    def __init__(
+        self, *, model: str | None = None, binary: str | None = None, env: Mapping[str, str] | None = None
+    ) -> None:
+        self.env = dict(os.environ if env is None else env)
+        found = binary or find_claude_binary(self.env)
+        if not found:
+            raise ProviderError(
+                "`claude` is not on the PATH: install Claude Code, or use --provider anthropic with ANTHROPIC_API_KEY",
+                kind="no_key",
+            )
+        self.binary = found
+        self.model = model or ""
+
+    def command(self, request: TurnRequest, session_id: str | None, cwd: str) -> tuple[list[str], str]:
+        """The argv and the session id the CLI will write to."""
+        cmd = [
+            self.binary,
+            "-p",
+            request.prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+        ]
+        tools = [
+            *READ_ONLY,
+            *(t for t in WRITERS if t.lower() in {x.lower() for x in request.tools} or "all" in request.tools),
+        ]
+        cmd += ["--allowedTools", ",".join(tools)]
+        if self.model:
+            cmd += ["--model", self.model]
+        if session_id is None:
+            session_id = str(uuidlib.uuid4())
+            cmd += ["--session-id", session_id]
+        else:
+            cmd += ["--resume", session_id]
+            if request.mode == "fork":
+                cmd.append("--fork-session")
+        return cmd, session_id
+
+    def run_turn(
+        self, request: TurnRequest, *, on_event: Callable[[TurnEvent], None], cancel: CancelToken
+    ) -> TurnResult:
+        projects = Path(request.projects_dir or default_projects_dir()).expanduser()
+        env = dict(self.env)
+        if request.projects_dir is not None:
+            env["CLAUDE_CONFIG_DIR"] = str(projects.parent)
+        cwd, session_id, before = self._target(request, projects)
+        cmd, session_id = self.command(request, session_id, cwd)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            start_new_session=True,
+        )
+        unregister = cancel.on_cancel(lambda: _interrupt(proc))
+        stderr: list[str] = []
+        reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read() if proc.stderr else ""), daemon=True)
+        reader.start()
+        result = TurnResult(session_id, "", provider=self.name, model=self.model)
+        final: dict[str, Any] = {}
+        try:
+            for line in proc.stdout or []:
+                event = _parse(line)
+                if event is None:
+                    continue
+                if event.get("type") == "system" and event.get("subtype") == "init":
+                    result.session_id = event.get("session_id") or result.session_id
+                    result.model = event.get("model") or result.model
+                if event.get("type") == "result":
+                    final = event
+                _relay(event, on_event)
+        finally:
+            proc.wait()
+            unregister()
+            reader.join(timeout=5)
+        result.session_id = final.get("session_id") or result.session_id
+        path = projects / project_folder_name(resolve_cwd(cwd)) / f"{result.session_id}.jsonl"
+        result.path = str(path)
+        if cancel.cancelled:
+            result.cancelled = True
+            result.stop_reason = "cancelled"
+        elif proc.returncode != 0 or final.get("is_error"):
+            message = final.get("result") or "".join(stderr).strip() or f"exit status {proc.returncode}"
+            raise ProviderError(f"claude failed: {message}")
+        else:
+            result.stop_reason = final.get("stop_reason") or "end_turn"
+        result.text = str(final.get("result") or "")
+        result.usage.add(final.get("usage"))
+        after = _uuids(path)
+        result.appended = [u for u in after if u not in before]
+        on_event(TurnEvent("done", result.to_json()))
+        return result
+
+    def _target(self, request: TurnRequest, projects: Path) -> tuple[str, str | None, set[str]]:
+        """(cwd to run in, session id to resume or None, uuids already in its file)."""
+        from server.agent.session import find_session
+
+        mode = request.mode if request.mode != "auto" else ("resume" if request.session else "new")
+        if mode == "new":
+            return resolve_cwd(request.cwd or "."), None, set()
+        if mode == "continue":
+            path = find_continue(projects, resolve_cwd(request.cwd or "."))
+        elif request.session:
+            path = find_session(projects, request.session, request.cwd)
+        else:
+            raise SessionNotFound(f"mode {mode} needs a session")
+        t = Transcript.load(path)
+        cwd = request.cwd or next((r.cwd for r in t.rows if getattr(r, "cwd", None)), None) or "."
+        return resolve_cwd(cwd), path.stem, set(_uuids(path))
+
+
+def _uuids(path: Path) -> list[str]:
+    if not path.is_file():
+        return []
+    return [r.uuid for r in Transcript.load(path).rows if r.uuid and r.is_chain_row]
+
+
+def _parse(line: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _relay(event: dict[str, Any], on_event: Callable[[TurnEvent], None]) -> None:
+    kind = event.get("type")
+    if kind == "stream_event":
+        inner = event.get("event") or {}
+        delta = inner.get("delta") or {}
+        if inner.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
+            on_event(TurnEvent("text", {"text": delta.get("text", "")}))
+        return
+    message = event.get("message") if isinstance(event.get("message"), dict) else {}
+    blocks = message.get("content") if isinstance(message.get("content"), list) else []
+    if event.get("parent_tool_use_id"):
+        return
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        if kind == "assistant" and block.get("type") == "tool_use":
+            on_event(
+                TurnEvent("tool_call", {"id": block.get("id"), "name": block.get("name"), "input": block.get("input")})
+            )
+        elif kind == "user" and block.get("type") == "tool_result":
+            content = block.get("content")
+            text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+            on_event(
+                TurnEvent(
+                    "tool_result",
+                    {
+                        "id": block.get("tool_use_id"),
+                        "name": None,
+                        "isError": bool(block.get("is_error")),
+                        "content": text[:2000],
+                    },
+                )
+            )
+
+
+def _interrupt(proc: subprocess.Popen[str]) -> None:
+    """SIGINT the CLI's process group (it records the interruption), then kill if it lingers."""
+
+    def escalate() -> None:
+        try:
+            proc.wait(timeout=INTERRUPT_GRACE)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                proc.kill()
+
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+    except (ProcessLookupError, PermissionError):
+        return
+    threading.Thread(target=escalate, daemon=True).start()
