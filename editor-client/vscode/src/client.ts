@@ -104,7 +104,7 @@ export class SessionServer implements vscode.Disposable {
 
     const resolved = resolveExecutable(launch.command);
     if (!resolved) {
-      this.reportMissing(launch, 'not found on the PATH or not executable');
+      this.reportMissing(launch, resolvedWhy(launch.command));
       return;
     }
     if (launch.viaPython) {
@@ -253,4 +253,8 @@ function checkPythonModule(python: string): Promise<string | undefined> {
       }
     });
   });
+}
+
+function resolvedWhy(command: string): string {
+  return command.includes('/') || command.includes('\\') ? 'no such executable file' : 'not on the PATH';
 }

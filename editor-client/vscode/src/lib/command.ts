@@ -109,10 +109,9 @@ export function resolveExecutable(
 }
 
 export const INSTALL_HINT =
-  'Install the server into a Python 3.10+ environment from a checkout of session-lsp ' +
-  '(`pip install /path/to/session-lsp` or `pipx install /path/to/session-lsp`), then make sure ' +
-  '`session-lsp` is on the PATH, or set `sessionLsp.serverCommand` to its full path, or set ' +
-  '`sessionLsp.pythonPath` to the interpreter it is installed in.';
+  "Install it from a checkout of session-lsp with 'pip install /path/to/session-lsp' (or pipx) into Python 3.10+, " +
+  "then put 'session-lsp' on the PATH, or set 'sessionLsp.serverCommand' to its full path, " +
+  "or 'sessionLsp.pythonPath' to the interpreter that has it.";
 
 export function missingServerMessage(launch: ServerLaunch, detail?: string): string {
   const what = launch.viaPython

@@ -1,0 +1,349 @@
+// Drives code-server (started by run.sh) in Debian's headless Chromium with playwright-core and checks the
+// extension the way a person would use it. Prints "e2e: N passed, M failed"; exits 1 when any check failed.
+import { chromium } from 'playwright-core';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+const env = process.env;
+const URL = env.E2E_URL;
+const SHOTS = env.E2E_SCREENSHOTS;
+const SERVER_OK = env.E2E_SERVER_OK === '1';
+const EXTENSION_ONLY = env.E2E_EXTENSION_ONLY === '1';
+const PROJECTS = env.E2E_PROJECTS;
+const DAMAGED = env.E2E_DAMAGED;
+const DAMAGED_LINE = Number(env.E2E_DAMAGED_LINE);
+const SETTINGS = env.E2E_SETTINGS;
+const WORK = env.E2E_WORK;
+const DAMAGED_TITLE = 'damaged copy (e2e)';
+const TURN_SESSION = '1c99f271-c426-49f7-9ae1-2b8728ab22c4';
+const TURN_PROMPT = 'hello from the e2e test';
+
+const results = [];
+let page;
+let browser;
+
+function log(msg) {
+  console.log(`e2e: ${msg}`);
+}
+
+async function shot(name) {
+  if (!page) return;
+  try {
+    await page.screenshot({ path: path.join(SHOTS, name) });
+  } catch (e) {
+    log(`screenshot ${name} failed: ${e.message}`);
+  }
+}
+
+async function check(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    results.push({ name, ok: true });
+    log(`ok   ${name} (${((Date.now() - t0) / 1000).toFixed(1)}s)`);
+    return true;
+  } catch (e) {
+    results.push({ name, ok: false, error: e.message });
+    log(`FAIL ${name}: ${e.message.split('\n')[0]}`);
+    const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, '-').slice(0, 50);
+    if (WORK) {
+      try {
+        await page?.screenshot({ path: path.join(WORK, `fail-${slug}.png`) });
+      } catch {}
+    }
+    return false;
+  }
+}
+
+function skip(name, why) {
+  log(`skip ${name}: ${why}`);
+}
+
+async function until(what, fn, timeout = 30000, interval = 250) {
+  const end = Date.now() + timeout;
+  let last;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, interval));
+  }
+  throw new Error(`timed out after ${timeout / 1000}s waiting for ${what}${last ? ` (${last.message.split('\n')[0]})` : ''}`);
+}
+
+const norm = (s) => (s ?? '').replace(/\s+/g, ' ').trim();
+
+// ---- workbench helpers -----------------------------------------------------------------------------
+
+const VIEW = '[id="workbench.view.extension.sessionLsp"]';
+
+async function runCommand(title) {
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: 10000 });
+  await input.fill(`>${title}`);
+  const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
+  await row.waitFor({ state: 'visible', timeout: 10000 });
+  await page.keyboard.press('Enter');
+}
+
+async function viewRows() {
+  return page.$$eval(`${VIEW} .monaco-list-row`, (rows) =>
+    rows.map((r) => ({
+      label: (r.querySelector('.label-name')?.textContent ?? '').trim(),
+      description: (r.querySelector('.label-description')?.textContent ?? '').trim(),
+      aria: r.getAttribute('aria-label') ?? '',
+      expanded: r.getAttribute('aria-expanded'),
+      level: Number(r.getAttribute('aria-level') ?? '0'),
+    })),
+  );
+}
+
+function viewRow(label) {
+  return page.locator(`${VIEW} .monaco-list-row`).filter({
+    has: page.locator('.label-name', { hasText: label }),
+  });
+}
+
+async function notificationsText() {
+  return page.$$eval('.notifications-toasts .notification-toast, .notifications-center .notification-list-item', (els) =>
+    els.map((e) => e.textContent ?? '').join('\n'),
+  );
+}
+
+async function openView() {
+  const item = page.locator('.activitybar [aria-label^="Claude Sessions"]').first();
+  await item.waitFor({ state: 'visible', timeout: 30000 });
+  const container = page.locator(VIEW);
+  if (!(await container.isVisible().catch(() => false))) {
+    await item.click();
+  }
+  await container.waitFor({ state: 'visible', timeout: 15000 });
+}
+
+function setSettings(patch) {
+  const cur = JSON.parse(fs.readFileSync(SETTINGS, 'utf8'));
+  fs.writeFileSync(SETTINGS, JSON.stringify({ ...cur, ...patch }, null, 2));
+}
+
+async function webviewFrameWith(selector) {
+  for (const f of page.frames()) {
+    try {
+      if (await f.$(selector)) return f;
+    } catch {}
+  }
+  return undefined;
+}
+
+// ---- the run ---------------------------------------------------------------------------------------
+
+async function main() {
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: env.E2E_HEADFUL !== '1',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1400, height: 860 } });
+  page = await context.newPage();
+  page.setDefaultTimeout(15000);
+
+  const loaded = await check('code-server loads the workbench', async () => {
+    await page.goto(URL, { waitUntil: 'domcontentloaded', timeout: 60000 });
+    await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60000 });
+    await page.locator('.activitybar').waitFor({ state: 'visible', timeout: 60000 });
+  });
+  if (!loaded) return;
+
+  await check('the extension activates and its "Claude Sessions" view appears', async () => {
+    await openView();
+    await until('the sidebar title', async () => /Claude Sessions/.test(await page.locator('.part.sidebar .composite.title').innerText()));
+  });
+
+  await check('a wrong server command shows the "server missing" notification', async () => {
+    const text = await until('the install notification', async () => {
+      const t = await notificationsText();
+      return /not installed or could not start/.test(t) ? t : undefined;
+    });
+    if (!/pip install/.test(text)) throw new Error(`notification lacks install instructions: ${norm(text)}`);
+    await page.locator(VIEW, { hasText: 'not installed or could not start' }).waitFor({ state: 'visible', timeout: 10000 });
+    await shot('01-server-missing.png');
+  });
+
+  await check('the "Session LSP" output channel logs the missing server', async () => {
+    await page.locator('.notifications-toasts .notification-toast .monaco-button', { hasText: 'Show Output' }).first().click();
+    await until('the output channel text', async () => {
+      const t = (await page.locator('.part.panel').innerText()).replace(/\s+/g, '');
+      return t.includes("servercommand'/nonexistent/session-lsp-missing'wasnotfound");
+    });
+    await shot('02-output-channel.png');
+  });
+
+  if (EXTENSION_ONLY) {
+    skip('the checks that need the server', 'E2E_EXTENSION_ONLY=1');
+    return;
+  }
+  if (!(await check('the session-lsp server answers initialize (probe)', async () => {
+    if (!SERVER_OK) throw new Error(`${env.E2E_SERVER_CMD} serve --stdio did not answer initialize / sessions/list`);
+  }))) {
+    return;
+  }
+  const expected = JSON.parse(fs.readFileSync(path.join(WORK, 'expected-sessions.json'), 'utf8')).sessions;
+  log(`server lists ${expected.length} sessions: ${expected.map((s) => norm(s.title) || s.sessionId).join(' | ')}`);
+
+  await check('changing the server setting restarts the server and the view lists the example sessions', async () => {
+    await page.keyboard.press('Escape');
+    await runCommand('Notifications: Clear All Notifications').catch(() => undefined);
+    await page.locator('.part.panel').isVisible().then(async (v) => v && runCommand('View: Close Panel'));
+    setSettings({ 'sessionLsp.serverCommand': [env.E2E_SERVER_CMD, 'serve', '--stdio'] });
+    const byId = new Map(expected.map((s) => [s.sessionId, s]));
+    const roots = expected.filter((s) => !(s.forkedFrom && byId.has(s.forkedFrom.sessionId)));
+    const want = roots.map((s) => norm(s.title) || s.sessionId);
+    if (want.length < 4) throw new Error(`expected at least 4 root sessions, server listed ${want.length}`);
+    await until(`the view to list ${want.join(', ')}`, async () => {
+      const labels = (await viewRows()).map((r) => norm(r.label));
+      return want.every((w) => labels.includes(w));
+    }, 45000);
+    // Forks sit under their source: expand the sources and look for them.
+    const forks = expected.filter((s) => s.forkedFrom && byId.has(s.forkedFrom.sessionId));
+    for (const f of forks) {
+      const src = byId.get(f.forkedFrom.sessionId);
+      const row = viewRow(norm(src.title) || src.sessionId).first();
+      if ((await row.getAttribute('aria-expanded')) !== 'true') {
+        await row.locator('.monaco-tl-twistie').click();
+      }
+      await until(`fork ${f.sessionId} under ${src.sessionId}`, async () => {
+        const rows = await viewRows();
+        const i = rows.findIndex((r) => norm(r.label) === (norm(src.title) || src.sessionId));
+        return rows.slice(i + 1).some((r) => r.level > rows[i].level && norm(r.label) === (norm(f.title) || f.sessionId));
+      });
+    }
+    const rows = await viewRows();
+    const described = rows.filter((r) => /msg/.test(r.description));
+    if (described.length < want.length) throw new Error(`session rows lack "N msgs" descriptions: ${JSON.stringify(rows)}`);
+    log(`view rows: ${rows.map((r) => `${'  '.repeat(Math.max(0, r.level - 1))}${r.label} — ${r.description}`).join(' / ')}`);
+    await shot('03-sessions-view.png');
+  });
+
+  await check('a damaged transcript shows its diagnostic in the Problems panel', async () => {
+    await viewRow(DAMAGED_TITLE).first().click();
+    await until('the damaged transcript editor', async () =>
+      (await page.locator('.tabs-container .tab.active').innerText()).includes(path.basename(DAMAGED)),
+    );
+    await runCommand('View: Focus Problems (Errors, Warnings, Infos)').catch(() => runCommand('Problems: Focus on Problems View'));
+    const want = `Ln ${DAMAGED_LINE + 1}`;
+    const text = await until(`a problem at line ${DAMAGED_LINE + 1} of ${path.basename(DAMAGED)}`, async () => {
+      const rows = await page.$$eval('.markers-panel .monaco-list-row', (rs) => rs.map((r) => r.textContent ?? ''));
+      const hit = rows.find((t) => t.includes(want));
+      return hit;
+    });
+    log(`problem: ${norm(text)}`);
+    await shot('04-problems.png');
+  });
+
+  await check('hover on a transcript row shows the row', async () => {
+    await viewRow('named session').first().click();
+    await until('the named session transcript', async () =>
+      (await page.locator('.tabs-container .tab.active').innerText()).includes(TURN_SESSION),
+    );
+    // Go to the first prompt ("hello from another project", line 5) and ask for the hover there.
+    await runCommand('Go to Line/Column...');
+    await page.keyboard.type('5:20');
+    await page.keyboard.press('Enter');
+    await runCommand('Show or Focus Hover');
+    const hover = await until('a hover with text', async () => {
+      const h = page.locator('.monaco-hover:visible .monaco-hover-content, .monaco-hover:visible .hover-contents').first();
+      const t = norm(await h.innerText());
+      return t.length > 0 ? t : undefined;
+    }, 20000);
+    log(`hover: ${hover.slice(0, 300)}`);
+    if (!/user|hello from another project|ccfb4ee8/i.test(hover)) {
+      throw new Error(`the hover does not describe the row: ${hover.slice(0, 300)}`);
+    }
+    await shot('05-hover.png');
+    await page.keyboard.press('Escape');
+  });
+
+  await check('Run Agent Turn with the scripted model appends to the transcript and the view updates', async () => {
+    const file = path.join(PROJECTS, '-Users-me-other', `${TURN_SESSION}.jsonl`);
+    const before = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
+    const rowBefore = (await viewRows()).find((r) => norm(r.label) === 'named session');
+    if (!rowBefore) throw new Error('no "named session" row in the view');
+    await page.locator('.monaco-editor .view-lines').first().click();
+    await runCommand('Claude Sessions: Run Agent Turn');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(TURN_PROMPT);
+    await page.keyboard.press('Enter');
+    const frame = await until('the agent turn panel', () => webviewFrameWith('#reply'), 20000);
+    const status = await until('the turn to finish', async () => {
+      const s = norm(await frame.locator('#status').innerText());
+      return /^(Done|Failed|Cancelled)/.test(s) ? s : undefined;
+    }, 60000);
+    const reply = norm(await frame.locator('#reply').innerText());
+    log(`turn: ${status}; reply: ${reply.slice(0, 200)}`);
+    if (!status.startsWith('Done')) throw new Error(`turn did not succeed: ${status}`);
+    if (!reply) throw new Error('the panel shows no reply');
+    const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean);
+    if (lines.length <= before) throw new Error(`transcript did not grow (${before} -> ${lines.length} rows)`);
+    if (!lines.slice(before).some((l) => l.includes(TURN_PROMPT))) throw new Error('appended rows lack the prompt');
+    await until(`the view row to change from "${rowBefore.description}"`, async () => {
+      const r = (await viewRows()).find((x) => norm(x.label) === 'named session');
+      return r && r.description !== rowBefore.description;
+    }, 20000);
+    const rowAfter = (await viewRows()).find((r) => norm(r.label) === 'named session');
+    log(`view row: "${rowBefore.description}" -> "${rowAfter.description}"`);
+    await shot('06-agent-turn.png');
+  });
+
+  await check('Open Conversation renders the resumed chain', async () => {
+    await viewRow('named session').first().click();
+    await runCommand('Claude Sessions: Open Conversation');
+    const frame = await until('the Markdown preview', async () => {
+      for (const f of page.frames()) {
+        try {
+          const t = await f.locator('body').innerText({ timeout: 500 });
+          if (t.includes('named session') && t.includes('hello from another project')) return f;
+        } catch {}
+      }
+      return undefined;
+    }, 20000);
+    if (!frame) throw new Error('no preview');
+    await shot('07-conversation.png');
+  });
+
+  await check('Search Sessions finds a session by a prompt', async () => {
+    await runCommand('Claude Sessions: Search Sessions');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('审计');
+    await until('a prompt match', async () =>
+      (await page.locator('.quick-input-widget .monaco-list-row').count()) > 0 &&
+      /审计/.test(await page.locator('.quick-input-widget .monaco-list-row').first().innerText()),
+    20000);
+    await shot('08-search.png');
+    await page.keyboard.press('Enter');
+    await until('the transcript to open', async () =>
+      /\.jsonl/.test(await page.locator('.tabs-container .tab.active').innerText()),
+    );
+  });
+}
+
+try {
+  await main();
+} catch (e) {
+  results.push({ name: 'e2e driver', ok: false, error: e.message });
+  log(`FAIL e2e driver: ${e.stack}`);
+} finally {
+  await browser?.close().catch(() => undefined);
+}
+const passed = results.filter((r) => r.ok).length;
+const failed = results.length - passed;
+for (const r of results.filter((x) => !x.ok)) {
+  log(`failed: ${r.name}: ${r.error}`);
+}
+console.log(`e2e: ${passed} passed, ${failed} failed`);
+process.exit(failed > 0 || passed === 0 ? 1 : 0);
