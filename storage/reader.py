@@ -6,7 +6,7 @@ stopped at, the line number there and any unfinished tail it carried over.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,8 +93,12 @@ def iter_lines(path: Path, state: ReadState) -> Iterator[tuple[bytes, int, int, 
             yield pending, line_no, start, False
 
 
-def read_transcript(path: Path, state: ReadState | None = None) -> ReadResult:
+def read_transcript(
+    path: Path, state: ReadState | None = None, line_offsets: MutableSequence[int] | None = None
+) -> ReadResult:
     """Parse from `state` (default: the start) to the end of the file.
+
+    `line_offsets`, when given, gets the start offset of every line read appended to it.
 
     An unterminated last line stays in the returned state's tail so the next read sees it whole:
     if it parses it is also returned as `provisional` (the last of `rows`), else as `unknown_tail`.
@@ -104,6 +108,8 @@ def read_transcript(path: Path, state: ReadState | None = None) -> ReadResult:
     rows, problems = result.rows, result.problems
     end = ReadState(state.offset, state.line, state.tail)
     for raw, line_no, offset, terminated in iter_lines(path, state):
+        if line_offsets is not None:
+            line_offsets.append(offset)
         parsed = parse_line(raw, line_no, offset)
         if terminated:
             end.offset, end.line, end.tail = offset + len(raw) + 1, line_no + 1, b""

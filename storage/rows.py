@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,8 @@ class Row:
     forked_from: tuple[str, str] | None = None
     preserved: tuple[str | None, str | None, str | None, tuple[str, ...]] | None = None
     """For a compact boundary: (anchorUuid, headUuid, tailUuid, preserved uuids)."""
+    spawned_agent: str | None = None
+    """For a tool result of an Agent call: `toolUseResult.agentId`, the subagent it started."""
     order: int = field(default=-1)
     """Position used for file order; a duplicate uuid keeps its first row's position."""
 
@@ -59,60 +62,115 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+_intern = sys.intern
+
+
 def row_from_entry(entry: dict[str, Any], line: int, offset: int, length: int) -> Row:
-    """Keep the link fields of one decoded line."""
-    etype = _str(entry.get("type"))
-    row = Row(line=line, offset=offset, length=length, type=etype, order=line)
-    row.uuid = _str(entry.get("uuid"))
-    row.parent = _str(entry.get("parentUuid"))
-    row.logical_parent = _str(entry.get("logicalParentUuid"))
-    row.subtype = _str(entry.get("subtype"))
-    row.timestamp = _str(entry.get("timestamp"))
-    row.sidechain = entry.get("isSidechain") is True
-    row.session_id = _str(entry.get("sessionId"))
-    row.leaf_uuid = _str(entry.get("leafUuid"))
-    row.agent_id = _str(entry.get("agentId"))
-    row.is_meta = entry.get("isMeta") is True
-    row.is_compact_summary = entry.get("isCompactSummary") is True
-    row.source_tool_assistant = _str(entry.get("sourceToolAssistantUUID"))
-    fork = entry.get("forkedFrom")
+    """Keep the link fields of one decoded line (hot path: one dict lookup per field)."""
+    get = entry.get
+    etype = get("type")
+    uid = get("uuid")
+    parent = get("parentUuid")
+    sid = get("sessionId")
+    ts = get("timestamp")
+    row = Row(
+        line,
+        offset,
+        length,
+        etype if etype.__class__ is str else None,
+        uid if uid.__class__ is str else None,
+        parent if parent.__class__ is str else None,
+        order=line,
+        timestamp=ts if ts.__class__ is str else None,
+        session_id=_intern(sid) if sid.__class__ is str else None,
+    )
+    if get("isSidechain") is True:
+        row.sidechain = True
+    for key in _RARE_VIEW & entry.keys():
+        _RARE_KEYS[key](row, entry[key])
+    message = get("message")
+    if message.__class__ is dict:
+        mid = message.get("id")
+        if mid.__class__ is str:
+            row.message_id = mid
+        content = message.get("content")
+        if content.__class__ is list:
+            _take_blocks(row, content)
+            if row.tool_result_ids:
+                result = get("toolUseResult")
+                if result.__class__ is dict:
+                    row.spawned_agent = _str(result.get("agentId"))
+    if row.subtype == "compact_boundary":
+        _take_compact(row, get("compactMetadata"))
+    return row
+
+
+def _take_blocks(row: Row, content: list[Any]) -> None:
+    uses: list[str] = []
+    results: list[str] = []
+    for block in content:
+        if block.__class__ is not dict:
+            continue
+        btype = block.get("type")
+        if btype == "tool_use" or btype == "server_tool_use":
+            bid = block.get("id")
+            if isinstance(bid, str):
+                uses.append(bid)
+        elif btype == "tool_result":
+            bid = block.get("tool_use_id")
+            if isinstance(bid, str):
+                results.append(bid)
+    if uses:
+        row.tool_use_ids = tuple(uses)
+    if results:
+        row.tool_result_ids = tuple(results)
+
+
+def _take_compact(row: Row, meta: Any) -> None:
+    if not isinstance(meta, dict):
+        return
+    seg = meta.get("preservedSegment") if isinstance(meta.get("preservedSegment"), dict) else {}
+    msgs = meta.get("preservedMessages") if isinstance(meta.get("preservedMessages"), dict) else {}
+    uuids = msgs.get("uuids") if isinstance(msgs.get("uuids"), list) else []
+    anchor = _str(seg.get("anchorUuid")) or _str(msgs.get("anchorUuid"))
+    if anchor or uuids:
+        row.preserved = (
+            anchor,
+            _str(seg.get("headUuid")),
+            _str(seg.get("tailUuid")),
+            tuple(u for u in uuids if isinstance(u, str)),
+        )
+
+
+def _set_str(attr: str) -> Any:
+    def setter(row: Row, value: Any) -> None:
+        if isinstance(value, str):
+            setattr(row, attr, value)
+
+    return setter
+
+
+def _set_true(attr: str) -> Any:
+    def setter(row: Row, value: Any) -> None:
+        if value is True:
+            setattr(row, attr, True)
+
+    return setter
+
+
+def _set_fork(row: Row, fork: Any) -> None:
     if isinstance(fork, dict):
         row.forked_from = (str(fork.get("sessionId") or ""), str(fork.get("messageUuid") or ""))
-    message = entry.get("message")
-    if isinstance(message, dict):
-        row.message_id = _str(message.get("id"))
-        content = message.get("content")
-        if isinstance(content, list):
-            uses: list[str] = []
-            results: list[str] = []
-            for block in content:
-                if not isinstance(block, dict):
-                    continue
-                btype = block.get("type")
-                if btype == "tool_use" or btype == "server_tool_use":
-                    bid = block.get("id")
-                    if isinstance(bid, str):
-                        uses.append(bid)
-                elif btype == "tool_result":
-                    bid = block.get("tool_use_id")
-                    if isinstance(bid, str):
-                        results.append(bid)
-            if uses:
-                row.tool_use_ids = tuple(uses)
-            if results:
-                row.tool_result_ids = tuple(results)
-    if row.subtype == "compact_boundary":
-        meta = entry.get("compactMetadata")
-        if isinstance(meta, dict):
-            seg = meta.get("preservedSegment") if isinstance(meta.get("preservedSegment"), dict) else {}
-            msgs = meta.get("preservedMessages") if isinstance(meta.get("preservedMessages"), dict) else {}
-            uuids = msgs.get("uuids") if isinstance(msgs.get("uuids"), list) else []
-            anchor = _str(seg.get("anchorUuid")) or _str(msgs.get("anchorUuid"))
-            if anchor or uuids:
-                row.preserved = (
-                    anchor,
-                    _str(seg.get("headUuid")),
-                    _str(seg.get("tailUuid")),
-                    tuple(u for u in uuids if isinstance(u, str)),
-                )
-    return row
+
+
+_RARE_KEYS: dict[str, Any] = {
+    "logicalParentUuid": _set_str("logical_parent"),
+    "subtype": _set_str("subtype"),
+    "leafUuid": _set_str("leaf_uuid"),
+    "agentId": _set_str("agent_id"),
+    "isMeta": _set_true("is_meta"),
+    "isCompactSummary": _set_true("is_compact_summary"),
+    "sourceToolAssistantUUID": _set_str("source_tool_assistant"),
+    "forkedFrom": _set_fork,
+}
+_RARE_VIEW = _RARE_KEYS.keys()

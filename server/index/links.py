@@ -1,0 +1,86 @@
+"""Links that cross files: settling a session's pending references against the whole index."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from server.index.checks import Pending
+from server.index.diagnostics import Diagnostic, Related
+
+Lookup = Callable[[str], list[tuple[Path, int]]]
+"""uuid -> (file, 0-based line) of every row with that uuid."""
+SessionLookup = Callable[[str], Path | None]
+
+
+def resolve(pending: list[Pending], lookup: Lookup, session_file: SessionLookup) -> list[Diagnostic]:
+    """Diagnostics for links a session could not resolve itself (found elsewhere, or nowhere)."""
+    out: list[Diagnostic] = []
+    for p in pending:
+        if p.kind == "fork":
+            out.extend(_fork(p, lookup, session_file))
+            continue
+        found = [(path, line) for path, line in lookup(p.target) if path != p.path]
+        if p.kind == "parent":
+            if found:
+                out.append(_cross(p, found, "parentUuid", "cross-file-parent", "parent"))
+            else:
+                out.append(
+                    Diagnostic(
+                        p.path, p.line, "dangling-parent", f"parentUuid {p.target} is in no file", key="parentUuid"
+                    )
+                )
+        elif p.kind == "logical-parent":
+            if found:
+                out.append(_cross(p, found, "logicalParentUuid", "cross-file-parent", "logical parent"))
+            else:
+                out.append(
+                    Diagnostic(
+                        p.path,
+                        p.line,
+                        "dangling-logical-parent",
+                        f"logicalParentUuid {p.target} is in no file",
+                        key="logicalParentUuid",
+                    )
+                )
+        elif p.kind == "leaf":
+            if found:
+                out.append(_cross(p, found, "leafUuid", "cross-file-leaf", "leaf"))
+            else:
+                out.append(
+                    Diagnostic(
+                        p.path, p.line, "dangling-leaf", f"{p.extra} leafUuid {p.target} is in no file", key="leafUuid"
+                    )
+                )
+    return out
+
+
+def _cross(p: Pending, found: list[tuple[Path, int]], key: str, code: str, what: str) -> Diagnostic:
+    where = ", ".join(f"{path.name}:{line + 1}" for path, line in found[:3])
+    return Diagnostic(
+        p.path, p.line, code, f"{key} {p.target} is in another file ({where})",
+        [Related(path, line, f"the {what}") for path, line in found[:20]], key=key,
+    )  # fmt: skip
+
+
+def _fork(p: Pending, lookup: Lookup, session_file: SessionLookup) -> list[Diagnostic]:
+    source = session_file(p.extra or "")
+    if source is None:
+        return [
+            Diagnostic(
+                p.path, p.line, "dangling-fork", f"forked from session {p.extra}, which is not here", key="forkedFrom"
+            )
+        ]
+    hits = [(path, line) for path, line in lookup(p.target) if path == source]
+    if not hits:
+        return [
+            Diagnostic(
+                p.path,
+                p.line,
+                "dangling-fork",
+                f"forked from message {p.target}, which is not in {source.name}",
+                [Related(source, 0, "the source session")],
+                key="forkedFrom",
+            )
+        ]
+    return []

@@ -1,0 +1,349 @@
+"""`ProjectIndex`: the live index of a projects folder, its cross-file links and diagnostics."""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from server.index.checks import Pending, SessionReport, check_session
+from server.index.diagnostics import Diagnostic
+from server.index.filestate import APPENDED, MISSING, RELOADED, UNCHANGED, FileState
+from server.index.links import resolve
+from server.index.ranges import locate
+from storage.paths import AGENT_FILE_RE, is_session_file
+from storage.rows import Row
+from storage.sessions import SessionInfo, read_session_info
+
+SessionKey = tuple[Path, str]
+
+
+@dataclass
+class ChangeSet:
+    """What an update changed: files re-read, files gone, sessions touched, and `diagnostics`:
+    other files whose diagnostics may have changed through a cross-file link."""
+
+    changed: set[Path] = field(default_factory=set)
+    removed: set[Path] = field(default_factory=set)
+    session_ids: set[str] = field(default_factory=set)
+    diagnostics: set[Path] = field(default_factory=set)
+
+    def merge(self, other: ChangeSet) -> None:
+        self.changed |= other.changed
+        self.removed |= other.removed
+        self.session_ids |= other.session_ids
+        self.diagnostics |= other.diagnostics
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.removed or self.diagnostics)
+
+
+def norm(path: Path | str) -> Path:
+    return Path(os.path.abspath(path))
+
+
+def tracked_kind(path: Path) -> str | None:
+    """'session', 'subagent', 'legacy-agent' (flat `agent-*.jsonl`), 'meta' (`.meta.json`), or None."""
+    name = path.name
+    if name.endswith(".meta.json"):
+        return "meta" if name.startswith("agent-") else None
+    if not name.endswith(".jsonl"):
+        return None
+    if is_session_file(path):
+        return "session"
+    if AGENT_FILE_RE.match(name):
+        return "subagent" if "subagents" in path.parts else "legacy-agent"
+    return None
+
+
+def session_key(path: Path) -> SessionKey:
+    """(project folder, session id) for a session or subagent file; a legacy agent file is its own."""
+    if is_session_file(path):
+        return path.parent, path.stem
+    parts = path.parts
+    if "subagents" in parts:
+        i = len(parts) - 1 - parts[::-1].index("subagents")
+        session_dir = Path(*parts[:i])
+        return session_dir.parent, session_dir.name
+    return path.parent, "legacy:" + path.name
+
+
+class ProjectIndex:
+    """Per file: identity, offset read, line offsets, link rows; per session: checks; across files:
+    uuid lookups and the links that cross files. Thread-safe through `lock`."""
+
+    def __init__(self, projects_dir: Path | str) -> None:
+        self.projects_dir = norm(projects_dir)
+        self.files: dict[Path, FileState] = {}
+        self.lock = threading.RLock()
+        self._members: dict[SessionKey, set[Path]] = {}
+        self._reports: dict[SessionKey, SessionReport] = {}
+        self._resolved: dict[SessionKey, dict[Path, list[Diagnostic]]] = {}
+
+    # ---- discovery and updates -------------------------------------------------------------
+    def discover(self) -> Iterator[Path]:
+        """Every tracked transcript under the projects folder."""
+        try:
+            projects = sorted((e for e in os.scandir(self.projects_dir) if e.is_dir()), key=lambda e: e.name)
+        except OSError:
+            return
+        for proj in projects:
+            root = Path(proj.path)
+            try:
+                entries = sorted(os.scandir(root), key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in entries:
+                p = Path(entry.path)
+                if entry.is_file() and tracked_kind(p) in ("session", "legacy-agent"):
+                    yield p
+                elif entry.is_dir() and (root / entry.name / "subagents").is_dir():
+                    for sub in sorted((root / entry.name / "subagents").rglob("agent-*.jsonl")):
+                        if tracked_kind(sub) == "subagent" and sub.is_file():
+                            yield sub
+
+    def scan(self, progress: Callable[[int, int], None] | None = None, paths: Iterable[Path] | None = None) -> None:
+        """Read every transcript (or only `paths`) from where the index stopped."""
+        todo = [norm(p) for p in paths] if paths is not None else list(self.discover())
+        enabled = gc.isenabled()
+        gc.disable()  # millions of long-lived rows: collections would only walk them again
+        try:
+            for i, path in enumerate(todo):
+                with self.lock:
+                    self._update(path, ChangeSet())
+                if progress is not None:
+                    progress(i + 1, len(todo))
+        finally:
+            if enabled:
+                gc.enable()
+            gc.freeze()
+
+    def update_file(self, path: Path | str) -> ChangeSet:
+        """Read the appended bytes of one file (re-read it if replaced or shrunk; drop it if gone)."""
+        changes = ChangeSet()
+        with self.lock:
+            self._update(norm(path), changes)
+        return changes
+
+    def remove_file(self, path: Path | str) -> ChangeSet:
+        changes = ChangeSet()
+        with self.lock:
+            self._remove(norm(path), changes)
+        return changes
+
+    def _update(self, path: Path, changes: ChangeSet) -> None:
+        kind = tracked_kind(path)
+        if kind is None:
+            return
+        if kind == "meta":
+            jsonl = path.with_name(path.name[: -len(".meta.json")] + ".jsonl")
+            self._touch_session(session_key(jsonl), changes)
+            return
+        state = self.files.get(path)
+        if state is None:
+            if not path.is_file():
+                return
+            state = FileState(path)
+            self.files[path] = state
+            key = session_key(path)
+            self._members.setdefault(key, set()).add(path)
+        how = state.refresh()
+        if how == MISSING:
+            self._remove(path, changes)
+            return
+        if how == UNCHANGED:
+            return
+        changes.changed.add(path)
+        if state.session_id:
+            changes.session_ids.add(state.session_id)
+        key = session_key(path)
+        self._touch_session(key, changes)
+        self._touch_links(key, None if how == RELOADED else path, changes)
+        if how not in (APPENDED, RELOADED):  # pragma: no cover - refresh returns one of the four
+            raise AssertionError(how)
+
+    def _remove(self, path: Path, changes: ChangeSet) -> None:
+        if tracked_kind(path) == "meta":
+            self._touch_session(session_key(path.with_name(path.name[:-10] + ".jsonl")), changes)
+            return
+        state = self.files.pop(path, None)
+        if state is None:
+            # a folder went away: drop every file under it
+            prefix = str(path) + os.sep
+            for p in [p for p in self.files if str(p).startswith(prefix)]:
+                self._remove(p, changes)
+            return
+        changes.removed.add(path)
+        if state.session_id:
+            changes.session_ids.add(state.session_id)
+        key = session_key(path)
+        members = self._members.get(key)
+        if members is not None:
+            members.discard(path)
+            if not members:
+                del self._members[key]
+        self._touch_session(key, changes)
+        self._touch_links(key, None, changes)
+
+    def _touch_session(self, key: SessionKey, changes: ChangeSet) -> None:
+        self._reports.pop(key, None)
+        self._resolved.pop(key, None)
+        changes.diagnostics.update(self._members.get(key, ()))
+
+    def _touch_links(self, key: SessionKey, appended: Path | None, changes: ChangeSet) -> None:
+        """Sessions with unresolved links may resolve differently now: re-resolve them."""
+        new_ids: set[str] | None = None
+        if appended is not None:
+            new_ids = set(self.files[appended].transcript.nodes)
+        for other, report in self._reports.items():
+            if other == key or other not in self._resolved or not report.pending:
+                continue
+            if new_ids is None or any(p.target in new_ids for p in report.pending):
+                self._resolved.pop(other, None)
+                changes.diagnostics.update(self._members.get(other, ()))
+
+    # ---- queries ---------------------------------------------------------------------------
+    def file_for_session(self, session_id: str) -> Path | None:
+        with self.lock:
+            for key, members in self._members.items():
+                if key[1] == session_id:
+                    main = key[0] / f"{session_id}.jsonl"
+                    if main in members:
+                        return main
+            return None
+
+    def find_uuid(self, uuid: str) -> list[tuple[Path, Row]]:
+        """Every row with this uuid, across files."""
+        with self.lock:
+            out = []
+            for path, state in self.files.items():
+                row = state.transcript.nodes.get(uuid)
+                if row is not None:
+                    out.append((path, row))
+            return out
+
+    def children_of(self, uuid: str) -> list[tuple[Path, Row]]:
+        """Rows whose parentUuid, logicalParentUuid, leafUuid or forkedFrom is `uuid`, across files."""
+        with self.lock:
+            out: list[tuple[Path, Row]] = []
+            homes = {path for path, _ in self.find_uuid(uuid)}
+            for path in homes:
+                out.extend((path, r) for r in self.files[path].children().get(uuid, ()))
+                for row in self.files[path].transcript.rows:
+                    if uuid in (row.logical_parent, row.leaf_uuid) and row.parent != uuid:
+                        out.append((path, row))
+            for report in self._all_reports():
+                for p in report.pending:
+                    if p.target == uuid and p.path not in homes and p.path in self.files:
+                        row = self._row_at(p.path, p.line)
+                        if row is not None:
+                            out.append((p.path, row))
+            return out
+
+    def subagent_files(self, session_file: Path | str) -> list[Path]:
+        with self.lock:
+            key = session_key(norm(session_file))
+            return sorted(p for p in self._members.get(key, ()) if self.files[p].is_subagent)
+
+    def agent_call(self, agent_file: Path | str) -> tuple[Path, Row] | None:
+        """The Agent tool call that spawned a subagent file (by its result's agentId)."""
+        with self.lock:
+            state = self.files.get(norm(agent_file))
+            if state is None or state.agent_id is None or state.session_id is None:
+                return None
+            main = session_key(state.path)[0] / f"{state.session_id}.jsonl"
+            main_state = self.files.get(main)
+            if main_state is None:
+                return None
+            rows = main_state.transcript.rows
+            wanted = {t for r in rows if r.spawned_agent == state.agent_id for t in r.tool_result_ids}
+            for row in rows:
+                if wanted.intersection(row.tool_use_ids):
+                    return main, row
+            return None
+
+    def diagnostics(self, path: Path | str, *, ranges: bool = True) -> list[Diagnostic]:
+        """Diagnostics of one file (computed for its whole session on first use, then cached)."""
+        p = norm(path)
+        with self.lock:
+            if p not in self.files:
+                return []
+            out = list(self._session_diagnostics(session_key(p)).get(p, ()))
+        if ranges:
+            locate(p, out, self.files[p].line_offsets)
+        return out
+
+    def all_diagnostics(self) -> list[Diagnostic]:
+        with self.lock:
+            out: list[Diagnostic] = []
+            for key in list(self._members):
+                for diags in self._session_diagnostics(key).values():
+                    out.extend(diags)
+            return sorted(out, key=Diagnostic.sort_key)
+
+    def sessions(self) -> list[SessionInfo]:
+        """Session summaries from the head and tail of each main file (no full reads)."""
+        with self.lock:
+            mains = [p for p, s in self.files.items() if not s.is_subagent and s.session_id]
+        out = []
+        for p in mains:
+            try:
+                out.append(read_session_info(p))
+            except OSError:
+                continue
+        out.sort(key=lambda s: s.modified_ts, reverse=True)
+        return out
+
+    def row_count(self) -> int:
+        with self.lock:
+            return sum(len(s.transcript.rows) for s in self.files.values())
+
+    # ---- internals -------------------------------------------------------------------------
+    def lookup(self, uuid: str) -> list[tuple[Path, int]]:
+        return [(p, r.line) for p, r in self.find_uuid(uuid)]
+
+    def _all_reports(self) -> list[SessionReport]:
+        return [self._report(k) for k in list(self._members)]
+
+    def _report(self, key: SessionKey) -> SessionReport:
+        report = self._reports.get(key)
+        if report is None:
+            members = [self.files[p] for p in sorted(self._members.get(key, ()))]
+            main = next((s for s in members if not s.is_subagent and s.path.stem == key[1]), None)
+            subs = [s for s in members if s is not main]
+            report = check_session(main, subs, self._agent_ids(key, subs))
+            self._reports[key] = report
+        return report
+
+    def _agent_ids(self, key: SessionKey, subs: list[FileState]) -> set[str]:
+        ids = {s.agent_id for s in subs if s.agent_id}
+        try:  # legacy flat agent files beside the sessions
+            ids.update(n[6:-6] for n in os.listdir(key[0]) if n.startswith("agent-") and n.endswith(".jsonl"))
+        except OSError:
+            pass
+        return ids
+
+    def _session_diagnostics(self, key: SessionKey) -> dict[Path, list[Diagnostic]]:
+        resolved = self._resolved.get(key)
+        if resolved is None:
+            report = self._report(key)
+            diags = report.diagnostics + resolve(report.pending, self.lookup, self.file_for_session)
+            resolved = {p: [] for p in self._members.get(key, ())}
+            for d in diags:
+                resolved.setdefault(d.path, []).append(d)
+            for lst in resolved.values():
+                lst.sort(key=Diagnostic.sort_key)
+            self._resolved[key] = resolved
+        return resolved
+
+    def _row_at(self, path: Path, line: int) -> Row | None:
+        for row in self.files[path].transcript.rows:
+            if row.line == line:
+                return row
+        return None
+
+
+__all__ = ["ChangeSet", "ProjectIndex", "Pending", "norm", "session_key", "tracked_kind"]
