@@ -1,0 +1,133 @@
+"""`session-lsp turn`: run one turn of a session from the command line, streaming the reply."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from server.agent.cancel import CancelToken
+from server.agent.events import TurnEvent
+from server.agent.loop import run_turn
+from server.agent.providers.base import ProviderError
+from server.agent.providers.choose import PROVIDERS
+from server.agent.request import TurnRequest
+from server.commands.common import CommandError, add_projects_dir, print_json
+from storage.livesession import SessionInUse
+from storage.lookup import SessionNotFound
+from storage.paths import candidate_project_dirs, default_projects_dir, iter_session_files, resolve_cwd
+from storage.recorder import SessionIdInUse
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "turn",
+        help="run one turn (prompt -> reply, with tools), recorded so `claude --resume` continues it",
+        description="Run one turn of a Claude Code session. Without --resume/--continue/--new, a session "
+        "of the working directory is continued if it has one, else a new one is started.",
+    )
+    p.add_argument("prompt", help="what to say")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--resume", "-r", metavar="SESSION", help="session id, title or FILE.jsonl to continue")
+    which.add_argument("--continue", "-c", dest="cont", action="store_true", help="the latest session of --cwd")
+    which.add_argument("--new", action="store_true", help="start a new session")
+    p.add_argument("--fork", action="store_true", help="with --resume/--continue: write to a fork of the session")
+    p.add_argument("--cwd", default=None, help="working directory (default: the current one)")
+    add_projects_dir(p)
+    p.add_argument("--provider", choices=PROVIDERS, default=None,
+                   help="anthropic (ANTHROPIC_API_KEY), claude-cli (installed `claude`), scripted (offline test "
+                   "model); default: anthropic if a key is set, else claude-cli if `claude` is on the PATH")
+    p.add_argument("--model", default=None, help="model name (default: $ANTHROPIC_MODEL or the provider's)")
+    p.add_argument("--allow", action="append", default=[], metavar="TOOL",
+                   help="also allow Bash, Edit or Write (repeat, or `all`); Read/Glob/Grep/LS are always on")
+    p.add_argument("--max-steps", type=int, default=50, help="model responses per turn at most")
+    p.add_argument("--json", action="store_true", help="print the result as JSON (no streaming)")
+    p.add_argument("--events", action="store_true", help="print every event as a JSON line while running")
+    p.set_defaults(func=cmd_turn)
+
+
+def build_request(args: argparse.Namespace) -> TurnRequest:
+    cwd = resolve_cwd(args.cwd or ".")
+    projects = Path(args.projects_dir).expanduser() if args.projects_dir else default_projects_dir()
+    if args.new:
+        mode, session = "new", None
+    elif args.resume:
+        mode, session = ("fork" if args.fork else "resume"), args.resume
+    elif args.cont or _has_sessions(projects, cwd):
+        mode, session = "continue", None
+        if args.fork:
+            raise CommandError("--fork needs --resume SESSION")
+    else:
+        mode, session = "new", None
+    return TurnRequest(prompt=args.prompt, session=session, cwd=cwd, mode=mode, projects_dir=projects,
+                       provider=args.provider, model=args.model, tools=tuple(args.allow), max_steps=args.max_steps)
+
+
+def _has_sessions(projects: Path, cwd: str) -> bool:
+    return any(True for d in candidate_project_dirs(projects, cwd) for _ in iter_session_files(d))
+
+
+class _Printer:
+    """Streams text to stdout and tool activity to stderr, one line each."""
+
+    def __init__(self, events: bool) -> None:
+        self.events = events
+        self.at_line_start = True
+
+    def __call__(self, event: TurnEvent) -> None:
+        if self.events:
+            print_json(event.to_json())
+            return
+        if event.kind == "text":
+            text = event.data.get("text", "")
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            if text:
+                self.at_line_start = text.endswith("\n")
+        elif event.kind == "tool_call":
+            self._newline()
+            print(f"  ⏺ {event.data['name']}({_brief(event.data.get('input'))})", file=sys.stderr)
+        elif event.kind == "tool_result" and event.data.get("isError"):
+            print(f"    ⎿ error: {str(event.data.get('content', '')).splitlines()[0:1]}", file=sys.stderr)
+        elif event.kind == "retry":
+            print(f"  (retry {event.data['attempt']}: {event.data['error']})", file=sys.stderr)
+        elif event.kind == "done":
+            self._newline()
+
+    def _newline(self) -> None:
+        if not self.at_line_start:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self.at_line_start = True
+
+
+def _brief(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {str(v)[:60]}" for k, v in value.items())
+    return str(value)[:80]
+
+
+def cmd_turn(args: argparse.Namespace) -> int:
+    request = build_request(args)
+    token = CancelToken()
+    printer = None if args.json else _Printer(args.events)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, lambda *_: token.cancel())
+    try:
+        result = run_turn(request, on_event=printer, cancel=token)
+    except (ProviderError, SessionNotFound, SessionIdInUse, SessionInUse, ValueError) as exc:
+        raise CommandError(str(exc)) from exc
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if args.json:
+        print_json(result.to_json())
+    elif printer is not None and not args.events:
+        printer._newline()
+        state = " (cancelled)" if result.cancelled else ""
+        print(f"session {result.session_id}{state}: {result.path}", file=sys.stderr)
+    return 130 if result.cancelled else 0
