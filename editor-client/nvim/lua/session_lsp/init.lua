@@ -660,6 +660,10 @@ progress_handler = function(e, result, ctx, config)
     local msg = val(v.message)
     if v.kind == 'report' and msg then
       turn.text = accumulate(turn.text, msg)
+      turn.reports = (turn.reports or 0) + 1
+      if vim.api.nvim_buf_is_valid(turn.buf) then
+        vim.b[turn.buf].session_lsp_reports = turn.reports
+      end
       turn_render(turn)
     end
   end
