@@ -82,6 +82,8 @@ class ProjectIndex:
         self._members: dict[SessionKey, set[Path]] = {}
         self._reports: dict[SessionKey, SessionReport] = {}
         self._resolved: dict[SessionKey, dict[Path, list[Diagnostic]]] = {}
+        self.fallback_lookup: Callable[[str], list[tuple[Path, int]]] | None = None
+        """Consulted for a uuid that no indexed file holds (`check` on a few files uses it)."""
 
     # ---- discovery and updates -------------------------------------------------------------
     def discover(self) -> Iterator[Path]:
@@ -303,7 +305,10 @@ class ProjectIndex:
 
     # ---- internals -------------------------------------------------------------------------
     def lookup(self, uuid: str) -> list[tuple[Path, int]]:
-        return [(p, r.line) for p, r in self.find_uuid(uuid)]
+        found = [(p, r.line) for p, r in self.find_uuid(uuid)]
+        if not found and self.fallback_lookup is not None:
+            found = self.fallback_lookup(uuid)
+        return found
 
     def _all_reports(self) -> list[SessionReport]:
         return [self._report(k) for k in list(self._members)]
