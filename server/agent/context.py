@@ -1,12 +1,11 @@
 """What the model is told besides the conversation: the system prompt and the user context.
 
-Like the CLI, the system prompt carries the environment (working directory, platform, date), and
-the CLAUDE.md memory and date travel as a `<system-reminder>` block put in front of the first user
-message of every request (never recorded in the transcript)."""
+The system prompt carries the environment (working directory, platform, date). Like the CLI
+2.1.328, the CLAUDE.md memory and the date are recorded as attachment rows after a new session's
+first prompt, so they are part of the conversation the API form rebuilds (and the CLI resumes)."""
 
 from __future__ import annotations
 
-import copy
 import platform
 from dataclasses import dataclass
 from datetime import date
@@ -16,10 +15,6 @@ from typing import Any
 from server.agent.memory import MemoryFile, load_memory, render_memory
 
 IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
-CONTEXT_TAIL = (
-    "      Claude Code attached this context automatically; it isn't part of the user's message. "
-    "It describes the user's own account and workspace, so they don't need it reported back."
-)
 
 
 @dataclass
@@ -64,29 +59,29 @@ class TurnContext:
             body += f"\nYou are powered by the model {self.model}."
         return [{"type": "text", "text": IDENTITY}, {"type": "text", "text": body}]
 
-    def user_context(self) -> str:
-        sections = []
+    def instructions_text(self) -> str:
+        """The memory as the CLI renders its `instructions` attachment ("" without memory)."""
         memory = render_memory(self.memory)
-        if memory:
-            sections.append(f"# claudeMd\n{memory}")
-        sections.append(f"# currentDate\nToday's date is {self.today.isoformat()}.")
-        return (
-            "<system-reminder>\nAs you answer the user's questions, you can use the following context:\n"
-            + "\n".join(sections)
-            + "\n\n"
-            + CONTEXT_TAIL
-            + "\n</system-reminder>\n"
+        return f"<system-reminder>\n{memory}\n</system-reminder>" if memory else ""
+
+    def attachments(self) -> list[dict[str, Any]]:
+        """The attachment rows the CLI records after a session's first prompt: the CLAUDE.md
+        `instructions` (rendered to the user role) and the `date` (rendered to the system role)."""
+        rows: list[dict[str, Any]] = []
+        text = self.instructions_text()
+        if text:
+            files = [{"path": str(f.path), "type": f.kind, "content": f.content.strip()} for f in self.memory]
+            rows.append(_attachment({"type": "instructions", "files": files}, text, "user"))
+        day = self.today.isoformat()
+        rows.append(
+            _attachment(
+                {"type": "date", "date": day},
+                f"<system-reminder>\nToday's date is {day}.\n</system-reminder>",
+                "system",
+            )
         )
+        return rows
 
 
-def with_user_context(messages: list[dict[str, Any]], reminder: str) -> list[dict[str, Any]]:
-    """A copy of `messages` with `reminder` as a text block in front of the first user message."""
-    out = copy.deepcopy(messages)
-    for message in out:
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-        message["content"] = [{"type": "text", "text": reminder}, *blocks]
-        break
-    return out
+def _attachment(body: dict[str, Any], rendered: str, role: str) -> dict[str, Any]:
+    return {"type": "attachment", "attachment": body, "rendered": [{"content": rendered}], "renderedRole": role}

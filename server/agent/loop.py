@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from server.agent.cancel import CancelToken, TurnCancelled, as_token
-from server.agent.context import TurnContext, with_user_context
+from server.agent.context import TurnContext
 from server.agent.cost import cost_state
 from server.agent.events import TurnEvent, TurnResult
 from server.agent.providers.base import ModelProvider, ModelRequest
@@ -25,6 +25,8 @@ from server.agent.session import OpenSession, open_session
 from server.agent.tools import Tool, ToolContext, make_tools
 from server.agent.tools.base import ToolOutput
 from server.agent.tools.runner import ToolCall, run_calls
+from storage.apiform import NO_RESPONSE
+from storage.resume import resume
 
 EventSink = Callable[[TurnEvent], None]
 PREVIEW = 2000
@@ -71,19 +73,6 @@ def _watch_event(cancel: object, token: CancelToken) -> Callable[[], None]:
     return done.set
 
 
-def merge_user(messages: list[dict[str, Any]], prompt_blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`messages` plus the prompt; a prompt after a user message joins it (as the API requires)."""
-    out = list(messages)
-    if out and out[-1].get("role") == "user":
-        last = out[-1]
-        content = last["content"]
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-        out[-1] = {"role": "user", "content": blocks + prompt_blocks}
-    else:
-        out.append({"role": "user", "content": prompt_blocks})
-    return out
-
-
 class _Turn:
     def __init__(
         self,
@@ -124,9 +113,9 @@ class _Turn:
         )
         try:
             self.result.appended.append(self.rec.record_prompt(self.request.prompt))
-            prompt = [{"type": "text", "text": self.request.prompt}]
-            messages = merge_user(self.session.history, prompt)
-            self._steps(messages)
+            if not self.session.resumed:
+                self.result.appended += self.rec.record_entries(self.context.attachments())
+            self._steps(self._conversation())
         except TurnCancelled:
             self._interrupted(for_tool_use=False)
         finally:
@@ -145,15 +134,23 @@ class _Turn:
         self.emit(TurnEvent("done", self.result.to_json()))
         return self.result
 
+    def _conversation(self) -> list[dict[str, Any]]:
+        """What the CLI would send now: the API form of the file's chain, which ends in our prompt
+        (without the "No response requested." the form adds to a chain that ends in a prompt)."""
+        self.rec.flush()
+        messages = resume(self.rec.path, leaf_uuid=self.rec.cursor).messages
+        if messages and messages[-1] == {"role": "assistant", "content": [{"type": "text", "text": NO_RESPONSE}]}:
+            messages.pop()
+        return messages
+
     def _steps(self, messages: list[dict[str, Any]]) -> None:
         system = self.context.system_prompt(list(self.tools))
         schemas = [t.schema() for t in self.tools.values()]
-        reminder = self.context.user_context()
         for _ in range(self.request.max_steps):
             self.cancel.check()
             began = time.monotonic()
             response = self.provider.stream(
-                ModelRequest(system, with_user_context(messages, reminder), schemas, self.rec.session_id),
+                ModelRequest(system, messages, schemas, self.rec.session_id),
                 on_text=lambda t: self.emit(TurnEvent("text", {"text": t})),
                 cancel=self.cancel,
                 on_retry=lambda n, err: self.emit(TurnEvent("retry", {"attempt": n, "error": err})),
