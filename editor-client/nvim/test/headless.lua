@@ -152,7 +152,12 @@ end
 
 function H.run()
   cfg = vim.fn.json_decode(table.concat(vim.fn.readfile(os.getenv('SESSION_LSP_TEST_CONFIG')), '\n'))
-  vim.lsp.set_log_level(cfg.lsp_log_level or 'WARN')
+  local level = cfg.lsp_log_level or 'WARN'
+  if vim.lsp.log and vim.lsp.log.set_level then
+    vim.lsp.log.set_level(level)
+  else
+    vim.lsp.set_log_level(level)
+  end
   local sl = require('session_lsp')
   results.has_vim_lsp_start = vim.lsp.start ~= nil
   write_results()
@@ -207,9 +212,9 @@ function H.run()
   step('definition', function(rec)
     local d = cfg.definition
     local bufnr = edit(d.path)
-    wait_attached(bufnr, rec)
+    local client = wait_attached(bufnr, rec)
     vim.api.nvim_win_set_cursor(0, { d.line + 1, d.col })
-    local params = vim.lsp.util.make_position_params()
+    local params = vim.lsp.util.make_position_params(0, client and client.offset_encoding or 'utf-16')
     rec.position = params.position
     local result = request_sync(bufnr, 'textDocument/definition', params)
     local locs = {}

@@ -226,6 +226,8 @@ function M.attach(bufnr)
   if bufnr == nil or bufnr == 0 then
     bufnr = vim.api.nvim_get_current_buf()
   end
+  -- transcripts are append-only logs that Claude Code writes: follow them without prompting
+  vim.api.nvim_buf_set_option(bufnr, 'autoread', true)
   if vim.lsp.start then
     local ok, id = pcall(vim.lsp.start, M.client_config(), { bufnr = bufnr })
     if ok then
@@ -682,10 +684,29 @@ did_change_handler = function(_, result)
       end
     end)
   end
-  -- reload unmodified transcript buffers that changed on disk
-  vim.schedule(function()
-    pcall(vim.cmd, 'silent! checktime')
-  end)
+  local ids = {}
+  for _, id in ipairs(val(result.sessionIds) or {}) do
+    ids[id] = true
+  end
+  if changed then
+    vim.schedule(function()
+      M.reload_transcripts(ids)
+    end)
+  end
+end
+
+--- Reload the unmodified transcript buffers (of the sessions in `ids`, a set; nil = all) that
+--- changed on disk. Transcripts get a local 'autoread' when attached, so this does not prompt.
+function M.reload_transcripts(ids)
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.api.nvim_buf_get_name(b)
+    if vim.api.nvim_buf_is_loaded(b) and not vim.bo[b].modified and M.is_transcript(name) then
+      local id = M.session_id_of_path(name)
+      if ids == nil or (id and ids[id]) then
+        pcall(vim.cmd, 'silent! checktime ' .. b)
+      end
+    end
+  end
 end
 
 --- :SessionTurn {prompt} -- run an agent turn in the session (of the current transcript or the
@@ -759,7 +780,9 @@ function M.turn(prompt, opts, callback)
     }
     vim.b[buf].session_lsp_session = val(result.sessionId)
     turn_render(turn)
-    vim.cmd('silent! checktime')
+    if val(result.sessionId) then
+      M.reload_transcripts({ [result.sessionId] = true })
+    end
     if callback then
       callback(result, nil, buf)
     end
