@@ -9,7 +9,7 @@ from typing import Any
 REMINDER = "<system-reminder>"
 
 
-def _block(block: Any) -> dict[str, Any] | None:
+def _block(block: Any, drop: frozenset[str] = frozenset()) -> dict[str, Any] | None:
     if isinstance(block, str):
         block = {"type": "text", "text": block}
     if not isinstance(block, dict):
@@ -17,6 +17,8 @@ def _block(block: Any) -> dict[str, Any] | None:
     kind = block.get("type")
     if kind == "text":
         text = str(block.get("text", ""))
+        if text in drop:
+            return None
         return None if text.lstrip().startswith(REMINDER) else {"type": "text", "text": text.rstrip("\n")}
     if kind == "tool_use":
         return {"type": "tool_use", "id": block.get("id"), "name": block.get("name"), "input": block.get("input")}
@@ -30,7 +32,7 @@ def _block(block: Any) -> dict[str, Any] | None:
     return {"type": kind}
 
 
-def conversation(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def conversation(messages: list[dict[str, Any]], drop: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """Roles and blocks that carry the conversation: system messages and reminder texts (context
     both sides add on their own) dropped, string content as text blocks, same-role runs merged."""
     out: list[dict[str, Any]] = []
@@ -39,7 +41,7 @@ def conversation(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         content = m.get("content")
         raw = [content] if isinstance(content, str) else list(content or [])
-        blocks = [b for b in (_block(x) for x in raw) if b is not None]
+        blocks = [b for b in (_block(x, drop) for x in raw) if b is not None]
         if not blocks:
             continue
         if out and out[-1]["role"] == m["role"]:
