@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from storage.countcache import CountCache
 from storage.paths import (
     SubagentFile,
     iter_project_dirs,
@@ -24,8 +25,12 @@ from storage.paths import (
 
 WINDOW = 64 * 1024
 BRANCH_RE = re.compile(rb'"gitBranch":"((?:[^"\\]|\\.)*)"')
+METADATA_MARKERS = (b'{"type":"', b'{"type": "')
+TITLE_TYPES = frozenset({b"custom-title", b"ai-title", b"last-prompt", b"tag", b"summary"})
 TITLE_MAX = 200
-MESSAGE_MARKERS = (b'"type":"user"', b'"type":"assistant"')
+TYPE_AT_START = re.compile(rb'\{\s*"type"\s*:\s*"([A-Za-z0-9_-]+)"')
+"""Metadata rows start with their type; chain rows start with `parentUuid`."""
+CHAIN_TYPES = frozenset({b"user", b"assistant", b"attachment", b"system", b"progress"})
 SKIP_PROMPT_PREFIXES = ("<command-name>", "<local-command-", "<command-message>", "<system-reminder>")
 
 
@@ -128,29 +133,53 @@ def _read_windows(path: Path, size: int) -> tuple[bytes, bytes | None]:
         return head, fh.read(WINDOW)
 
 
-def _head_lines(head: bytes, whole: bool) -> list[bytes]:
-    lines = head.split(b"\n")
-    if not whole:
-        lines = lines[:-1]  # the cut line
-    return lines
+def _lines(buf: bytes, whole: bool) -> Iterator[bytes]:
+    """Lines of a window, lazily; a window's cut last line is left out."""
+    pos = 0
+    while True:
+        nl = buf.find(b"\n", pos)
+        if nl < 0:
+            if whole and pos < len(buf):
+                yield buf[pos:]
+            return
+        yield buf[pos:nl]
+        pos = nl + 1
 
 
-def count_messages(path: Path, data: bytes | None = None) -> int:
+def _metadata_lines(buf: bytes) -> Iterator[bytes]:
+    """Whole lines of `buf` that are title-bearing metadata rows, found with byte searches."""
+    starts: list[int] = []
+    for marker in METADATA_MARKERS:
+        if buf.startswith(marker):
+            starts.append(0)
+        pos = 0
+        while (at := buf.find(b"\n" + marker, pos)) >= 0:
+            starts.append(at + 1)
+            pos = at + 1
+    for start in sorted(starts):  # file order: the last one wins
+        m = TYPE_AT_START.match(buf, start)
+        if m is None or m.group(1) not in TITLE_TYPES:
+            continue
+        end = buf.find(b"\n", start)
+        yield buf[start:end] if end >= 0 else buf[start:]
+
+
+def _last_branch(buf: bytes) -> str | None:
+    at = buf.rfind(b'"gitBranch":"')
+    if at < 0:
+        return None
+    m = BRANCH_RE.match(buf, at)
+    return m.group(1).decode("utf-8", "replace") if m else None
+
+
+def count_messages(path: Path) -> int:
     """User and assistant rows, counted by their type marker without parsing."""
-    if data is not None:
-        return sum(data.count(m) for m in MESSAGE_MARKERS)
-    total = 0
-    carry = b""
-    with open(path, "rb") as fh:
-        while chunk := fh.read(16 * 1024 * 1024):
-            buf = carry + chunk
-            cut = buf.rfind(b"\n") + 1
-            total += sum(buf[:cut].count(m) for m in MESSAGE_MARKERS)
-            carry = buf[cut:]
-    return total + sum(carry.count(m) for m in MESSAGE_MARKERS)
+    return CountCache(None).count(path, path.stat())
 
 
-def read_session_info(path: Path, *, with_subagents: bool = True, count: bool = True) -> SessionInfo:
+def read_session_info(
+    path: Path, *, with_subagents: bool = True, count: bool = True, counts: CountCache | None = None
+) -> SessionInfo:
     """Summarise one session file from its head and tail windows."""
     st = path.stat()
     info = SessionInfo(session_id=path.stem, path=path, project_dir=path.parent, size=st.st_size)
@@ -160,13 +189,15 @@ def read_session_info(path: Path, *, with_subagents: bool = True, count: bool = 
     whole = tail is None
     summaries: dict[str, str] = {}
     first_chain_seen = False
-    for line in _head_lines(head, whole):
+    for line in _lines(head, whole):
+        m = TYPE_AT_START.match(line)
+        if m is not None and m.group(1) not in CHAIN_TYPES:
+            continue
         if not line.strip():
             continue
         entry = _loads(line)
         if entry is None:
             continue
-        _take_metadata(info, entry, summaries)
         if info.created is None and isinstance(entry.get("timestamp"), str) and "uuid" in entry:
             info.created = entry["timestamp"]
         if info.cwd is None and isinstance(entry.get("cwd"), str):
@@ -180,16 +211,16 @@ def read_session_info(path: Path, *, with_subagents: bool = True, count: bool = 
             info.forked_from = entry["forkedFrom"]
         if info.first_prompt is None:
             info.first_prompt = real_prompt(entry)
-    if tail is not None:
-        for line in tail.split(b"\n")[1:]:
-            if not line.startswith(b'{"type":"'):
-                continue
+        if first_chain_seen and None not in (info.first_prompt, info.created, info.cwd):
+            break
+    for window in (head,) if tail is None else (head, tail):
+        for line in _metadata_lines(window):
             entry = _loads(line)
             if entry is not None:
                 _take_metadata(info, entry, summaries)
-        branches = BRANCH_RE.findall(tail)
-        if branches:
-            info.git_branch = branches[-1].decode("utf-8", "replace")
+    branch = _last_branch(tail if tail is not None else head)
+    if branch is not None:
+        info.git_branch = branch
     if info.summary is None and info.leaf_uuid in summaries:
         info.summary = summaries[info.leaf_uuid or ""]
     title = info.custom_title or info.ai_title or info.last_prompt or info.summary or info.first_prompt
@@ -197,7 +228,7 @@ def read_session_info(path: Path, *, with_subagents: bool = True, count: bool = 
     if info.created is None:
         info.created = _iso(st.st_mtime)
     if count:
-        info.message_count = count_messages(path, head if whole else None)
+        info.message_count = (counts or CountCache(None)).count(path, st, head if whole else None)
     if with_subagents:
         info.subagents = [subagent_json(s) for s in subagent_files(path)]
     return info
@@ -245,12 +276,15 @@ def list_sessions(
     """Every session under `projects_dir` (or only in `project_dirs`), newest first."""
     dirs = list(project_dirs) if project_dirs is not None else list(iter_project_dirs(projects_dir))
     out: list[SessionInfo] = []
+    counts = CountCache() if count else None
     for d in dirs:
         for f in iter_session_files(d):
             try:
-                out.append(read_session_info(f, count=count))
+                out.append(read_session_info(f, count=count, counts=counts))
             except OSError:
                 continue
+    if counts is not None:
+        counts.save()
     out.sort(key=lambda s: s.modified_ts, reverse=True)
     return out
 

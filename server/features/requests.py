@@ -102,13 +102,13 @@ class SessionRequests:
         return {k: out[k] for k in ("sessionId", "path", "leafUuid", "messages")}
 
     def fork(self, params: dict[str, Any]) -> dict[str, Any]:
-        from storage.fork import fork_session
+        from storage.fork import ForkError, fork_session
 
         path = self.session_path(params)
         at = _str_param(params, "atUuid", required=False)
         title = _str_param(params, "title", required=False)
         try:
             session_id, new_path = fork_session(path, at_uuid=at, title=title)
-        except (KeyError, ValueError) as exc:
+        except (ForkError, KeyError, ValueError) as exc:
             raise InvalidRequest(str(exc)) from exc
         return {"sessionId": session_id, "path": str(new_path)}

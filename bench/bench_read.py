@@ -1,0 +1,87 @@
+"""Benchmark of the read side: `list` and a full chain rebuild of every session, as ratios to a
+bare orjson parse of every line of the same files. Prints figures; it is not a test.
+
+    .venv/bin/python bench/bench_read.py [--mb 300] [--seed 1] [--dir /tmp/slsp-bench]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.make_projects import make_projects  # noqa: E402
+from storage.paths import iter_project_dirs, iter_session_files  # noqa: E402
+from storage.resume import resume  # noqa: E402
+from storage.sessions import list_sessions  # noqa: E402
+
+
+def bare_parse(files: list[Path]) -> int:
+    rows = 0
+    for f in files:
+        with open(f, "rb") as fh:
+            for line in fh:
+                if line.strip():
+                    try:
+                        orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        pass
+                    rows += 1
+    return rows
+
+
+def rebuild_all(files: list[Path]) -> int:
+    messages = 0
+    for f in files:
+        messages += len(resume(f).messages)
+    return messages
+
+
+def timed(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
+    times = []
+    result: object = None
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--mb", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/slsp-bench"))
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    root = args.dir / f"read-{args.mb}mb-{args.seed}"
+    projects = root / "projects"
+    if not projects.is_dir():
+        t0 = time.perf_counter()
+        make_projects(root, args.mb, args.seed)
+        print(f"generated {projects} in {time.perf_counter() - t0:.1f} s")
+    files = [f for d in iter_project_dirs(projects) for f in iter_session_files(d)]
+    total = sum(f.stat().st_size for f in files)
+    sizes = sorted(f.stat().st_size for f in files)
+    print(f"{len(files)} session files, {total / 2**20:.1f} MiB; median {sizes[len(sizes) // 2] / 1024:.0f} KiB, "
+          f"p90 {sizes[int(len(sizes) * 0.9)] / 1024:.0f} KiB, p99 {sizes[int(len(sizes) * 0.99)] / 1024:.0f} KiB")
+    bare_parse(files)  # warm the page cache
+    t_parse, rows = timed(lambda: bare_parse(files), args.repeat)
+    t_list, listed = timed(lambda: list_sessions(projects), args.repeat)
+    t_chain, msgs = timed(lambda: rebuild_all(files), max(1, args.repeat - 1))
+    print(f"bare orjson parse : {t_parse:7.3f} s  ({rows} lines, {total / 2**20 / t_parse:.0f} MiB/s)")
+    print(f"list              : {t_list:7.3f} s  ratio {t_list / t_parse:.3f}x  ({len(listed)} sessions)")  # type: ignore[arg-type]
+    print(f"chain, every file : {t_chain:7.3f} s  ratio {t_chain / t_parse:.3f}x  ({msgs} API messages)")
+
+
+if __name__ == "__main__":
+    main()
