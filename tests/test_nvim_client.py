@@ -275,3 +275,74 @@ def test_turn_streams_the_reply(nvim_run: dict[str, Any]) -> None:
     assert result["text"], result
     assert any(result["text"].splitlines()[0] in line for line in rec["lines"]), rec["lines"]
     assert rec["progress_reports"] > 0, "no streamed progress"
+
+
+STUB_SERVER = """
+from typing import Any
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+server = LanguageServer("stub-session-lsp", "0.0")
+
+
+@server.feature("sessions/runTurn")
+def run_turn(ls: LanguageServer, params: Any) -> dict:
+    token = params.workDoneToken
+    ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title="turn"))
+    text = ""
+    for chunk in ["Hello ", "from ", "the\\nstub ", "model."]:
+        text += chunk
+        ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=chunk))
+    ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd())
+    return {"sessionId": params.sessionId, "path": "/nowhere", "appended": 2, "text": text,
+            "usage": {"input_tokens": 5, "output_tokens": 7}}
+
+
+server.start_io()
+"""
+
+STUB_SCRIPT = """
+vim.opt.rtp:prepend(vim.env.PLUGIN)
+local sl = require('session_lsp')
+sl.setup({ cmd = { vim.env.PYTHON, vim.env.STUB }, projects_dir = vim.env.PROJECTS, provider = 'scripted' })
+local done
+local buf = sl.turn('hi there', { session = vim.env.SID }, function(r, e) done = { ok = r ~= nil } end)
+vim.wait(60000, function() return done ~= nil end, 50)
+local out = { done = done ~= nil, lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false),
+  reports = vim.b[buf].session_lsp_reports or 0 }
+vim.fn.writefile({ vim.fn.json_encode(out) }, vim.env.OUT)
+vim.cmd('qa!')
+"""
+
+
+def test_turn_streams_progress_from_a_stub_server(tmp_path: Path) -> None:
+    """The client side of :SessionTurn (work-done progress into a scratch buffer), with a stub server."""
+    (tmp_path / "stub.py").write_text(STUB_SERVER)
+    (tmp_path / "t.lua").write_text(STUB_SCRIPT)
+    (tmp_path / "projects").mkdir()
+    env = {
+        **os.environ,
+        "PLUGIN": str(PLUGIN),
+        "PYTHON": sys.executable,
+        "STUB": str(tmp_path / "stub.py"),
+        "PROJECTS": str(tmp_path / "projects"),
+        "SID": S1,
+        "OUT": str(tmp_path / "out.json"),
+        "HOME": str(tmp_path),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+    subprocess.run(
+        [NVIM, "--headless", "--clean", "-u", "NONE", "-c", f"luafile {tmp_path / 't.lua'}"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+    )
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["done"], out
+    assert out["reports"] == 4, out
+    lines = out["lines"]
+    assert lines[0] == "# hi there"
+    assert "Hello from the" in lines and "stub model." in lines, lines
+    assert any("2 row(s) appended" in line and "5 in / 7 out" in line for line in lines), lines
