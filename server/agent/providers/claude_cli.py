@@ -149,9 +149,18 @@ class ClaudeCliProvider:
             path = find_session(projects, request.session, request.cwd)
         else:
             raise SessionNotFound(f"mode {mode} needs a session")
-        t = Transcript.load(path)
-        cwd = request.cwd or next((r.cwd for r in t.rows if getattr(r, "cwd", None)), None) or "."
+        cwd = request.cwd or _recorded_cwd(path) or "."
         return resolve_cwd(cwd), path.stem, set(_uuids(path))
+
+
+def _recorded_cwd(path: Path) -> str | None:
+    """The `cwd` the session's rows carry (the CLI resumes by id only from that folder)."""
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            row = _parse(line)
+            if row and isinstance(row.get("cwd"), str):
+                return row["cwd"]
+    return None
 
 
 def _uuids(path: Path) -> list[str]:
