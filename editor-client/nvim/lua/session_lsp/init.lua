@@ -314,6 +314,11 @@ end
 -- ---------------------------------------------------------------------------------------------
 -- which session a command is about
 
+local function in_loclist()
+  local wi = vim.fn.getwininfo(vim.api.nvim_get_current_win())[1]
+  return wi ~= nil and wi.loclist == 1
+end
+
 local function our_qf()
   local info = vim.fn.getqflist({ title = 1, context = 1, id = 0 })
   local ctx = info.context
@@ -325,7 +330,7 @@ end
 
 --- The session under the cursor in our quickfix list, if the cursor is there.
 local function qf_selected()
-  if vim.bo.buftype ~= 'quickfix' then
+  if vim.bo.buftype ~= 'quickfix' or in_loclist() then
     return nil
   end
   local info = our_qf()
@@ -458,10 +463,12 @@ function M._map_quickfix(bufnr)
     silent = true,
     desc = 'session-lsp: open the session at its leaf',
     callback = function()
-      if our_qf() then
+      if in_loclist() then
+        vim.cmd('.ll') -- a location list: the usual jump
+      elseif our_qf() then
         M.open_selected()
       else
-        vim.cmd('.cc') -- another list: the usual jump
+        vim.cmd('.cc') -- another quickfix list: the usual jump
       end
     end,
   })
