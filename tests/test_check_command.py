@@ -83,3 +83,18 @@ def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["check", str(tmp_path / "nope.jsonl")])
     assert exc.value.code == 2
+
+
+def test_parallel_check_equals_in_process(projects: Path) -> None:
+    from server.index import ProjectIndex
+    from server.index.parallel import check_folder
+
+    path = projects / SHOP / f"{PAR}.jsonl"
+    with open(path, "ab") as fh:
+        fh.write(b'{"type":"summary","summary":"s","leafUuid":"00000000-0000-4000-8000-000000000000"}\n{"x":')
+    idx = ProjectIndex(projects)
+    idx.scan()
+    serial = [d.to_json() for d in idx.all_diagnostics()]
+    parallel, n = check_folder(projects, workers=2)
+    assert n == 5 and [d.to_json() for d in parallel] == serial
+    assert {d["code"] for d in serial} == {"dangling-leaf", "torn-tail"}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from server.commands.common import CommandError, add_projects_dir, print_json, projects_dir
 from server.index import Diagnostic, ProjectIndex
+from server.index.parallel import check_folder
 from server.index.rawsearch import find_row
 from server.index.store import norm, session_key, tracked_kind
 
@@ -21,6 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("paths", nargs="*", type=Path, help="transcript files (default: the whole projects folder)")
     add_projects_dir(p)
     p.add_argument("--json", action="store_true", help="print a JSON list of diagnostics")
+    p.add_argument("-j", "--jobs", type=int, default=0, help="worker processes for a whole folder (default: CPUs)")
     p.set_defaults(func=cmd_check)
 
 
@@ -60,12 +62,11 @@ def _context_files(paths: list[Path]) -> list[Path]:
     return sorted(out)
 
 
-def build_index(args: argparse.Namespace) -> tuple[ProjectIndex, list[Path] | None]:
+def build_index(args: argparse.Namespace) -> tuple[ProjectIndex | None, list[Path] | None]:
+    """The index for the given paths; (None, None) for the whole folder (see `check_folder`)."""
     progress = Progress(not args.json)
     if not args.paths:
-        idx = ProjectIndex(projects_dir(args))
-        idx.scan(progress)
-        return idx, None
+        return None, None
     paths = []
     for raw in args.paths:
         p = norm(raw.expanduser())
@@ -87,14 +88,17 @@ def _others(idx: ProjectIndex) -> list[Path]:
 
 def cmd_check(args: argparse.Namespace) -> int:
     idx, only = build_index(args)
-    if only is None:
-        diags = idx.all_diagnostics()
+    if idx is None:
+        diags, n_files = check_folder(projects_dir(args), args.jobs or None, Progress(not args.json))
+    elif only is None:
+        diags, n_files = idx.all_diagnostics(), len(idx.files)
     else:
+        n_files = len(only)
         diags = sorted((d for p in only for d in idx.diagnostics(p, ranges=False)), key=Diagnostic.sort_key)
     if args.json:
         print_json([d.to_json() for d in diags])
     else:
-        print_listing(diags, len(only) if only is not None else len(idx.files))
+        print_listing(diags, n_files)
     return 1 if any(d.severity == "error" for d in diags) else 0
 
 

@@ -23,6 +23,7 @@ KNOWN_TYPES = CHAIN_TYPES | {
 }  # fmt: skip
 KNOWN_PREFIXES = ("api-request",)
 MAX_RELATED = 20
+REACH_TYPES = CHAIN_TYPES - {"progress"}
 
 
 @dataclass(slots=True)
@@ -135,18 +136,22 @@ def _check_links(f: FileState, main_nodes: dict[str, Row], report: SessionReport
 def _check_cycles(f: FileState, out: list[Diagnostic]) -> None:
     nodes = f.transcript.nodes
     done: set[str] = set()
-    for start in nodes:
-        if start in done:
+    for uid, row in nodes.items():
+        parent = row.parent
+        if parent is None or parent in done or parent not in nodes:
+            done.add(uid)  # appends put parents first: almost every row ends here
+            continue
+        if uid in done:
             continue
         path_rows: list[Row] = []
         on_path: dict[str, int] = {}
-        cur: Row | None = nodes[start]
+        cur: Row | None = row
         while cur is not None and cur.uuid not in done:
-            uid = cur.uuid or ""
-            if uid in on_path:
-                _report_cycle(f, path_rows[on_path[uid] :], out)
+            cid = cur.uuid or ""
+            if cid in on_path:
+                _report_cycle(f, path_rows[on_path[cid] :], out)
                 break
-            on_path[uid] = len(path_rows)
+            on_path[cid] = len(path_rows)
             path_rows.append(cur)
             cur = nodes.get(cur.parent) if cur.parent is not None else None
         done.update(on_path)
@@ -224,7 +229,7 @@ def _check_reach(f: FileState, out: list[Diagnostic]) -> None:
     """Rows that the resume leaf, and the newest row, do not reach (rewound or abandoned branches)."""
     t = f.transcript
     nodes = t.nodes
-    chain = [r for r in nodes.values() if r.is_chain_row and r.type != "progress"]
+    chain = [r for r in nodes.values() if r.type in REACH_TYPES]
     if len(chain) < 2:
         return
     starts = []
