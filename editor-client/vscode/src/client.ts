@@ -20,6 +20,7 @@ import {
   ServerLaunch,
 } from './lib/command';
 import { DidChangeParams, Methods } from './lib/protocol';
+import { rewriteLensCommand } from './lib/lenses';
 
 export type ServerState = 'stopped' | 'starting' | 'running' | 'missing' | 'failed';
 
@@ -132,6 +133,21 @@ export class SessionServer implements vscode.Disposable {
         ...(configuredDir ? { projectsDir } : {}),
         watch: true,
         polling: cfg.get<boolean>('polling') ?? false,
+      },
+      middleware: {
+        // The server's lenses name its workspace commands; run the extension's richer commands instead.
+        provideCodeLenses: async (document, token, next) => {
+          const lenses = await next(document, token);
+          for (const lens of lenses ?? []) {
+            if (lens.command) {
+              const c = rewriteLensCommand(lens.command);
+              if (c) {
+                lens.command = { title: c.title, command: c.command, arguments: c.arguments };
+              }
+            }
+          }
+          return lenses;
+        },
       },
     };
     const client = new LanguageClient('sessionLsp', 'Session LSP', serverOptions, clientOptions);

@@ -18,7 +18,7 @@ import {
   SessionInfo,
 } from './lib/protocol';
 import { renderConversation } from './lib/render';
-import { findUuidLine, sessionIdInText, uuidAtLine } from './lib/transcript';
+import { findUuidLine, promptsInText, sessionIdInText, uuidAtLine } from './lib/transcript';
 import { Node } from './lib/tree';
 
 export const TRANSCRIPT_LANGUAGE = 'claude-transcript';
@@ -75,6 +75,7 @@ export class Commands {
     reg('sessionLsp.runAgentTurn', this.runAgentTurn);
     reg('sessionLsp.searchSessions', this.searchSessions);
     reg('sessionLsp.copySessionId', this.copySessionId);
+    reg('sessionLsp.revealInView', this.revealInView);
 
     context.subscriptions.push(
       vscode.workspace.registerTextDocumentContentProvider(CONVERSATION_SCHEME, {
@@ -470,9 +471,16 @@ export class Commands {
     qp.matchOnDetail = true;
     qp.busy = true;
     qp.show();
+    let picked = false;
     const done = new Promise<Item | undefined>((resolve) => {
-      qp.onDidAccept(() => resolve(qp.selectedItems[0]));
-      qp.onDidHide(() => resolve(undefined));
+      qp.onDidAccept(() => {
+        picked = true;
+        resolve(qp.selectedItems[0]);
+      });
+      qp.onDidHide(() => {
+        picked = true;
+        resolve(undefined);
+      });
     });
     const list = (await this.sessions.sessions())
       .slice()
@@ -485,35 +493,57 @@ export class Commands {
       file: s.path,
     }));
     qp.items = sessionItems;
-    // Prompts: the user rows of each session's tree.
+    // Prompts: the user rows a person typed, read from each transcript.
     const promptItems: Item[] = [];
-    for (const s of list.slice(0, 300)) {
-      if (!qp.busy) {
+    for (const s of list.slice(0, 500)) {
+      if (picked) {
         break;
       }
-      const tree = await this.sessions.tree(s.sessionId);
-      for (const n of tree?.nodes ?? []) {
-        const label = (n.label ?? '').trim();
-        if (n.type !== 'user' || !label || /^(\[|tool_result|<)/.test(label)) {
+      let text: string;
+      try {
+        const st = await fs.promises.stat(s.path);
+        if (st.size > 50 * 1024 * 1024) {
           continue;
         }
+        text = await fs.promises.readFile(s.path, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const p of promptsInText(text)) {
         promptItems.push({
-          label: `$(comment) ${oneLine(label, 100)}`,
-          description: `${oneLine(s.title || s.sessionId, 40)} · line ${n.line + 1}`,
+          label: `$(comment) ${oneLine(p.text, 100)}`,
+          description: `${oneLine(s.title || s.sessionId, 40)} · line ${p.line + 1}`,
           info: s,
           file: s.path,
-          line: n.line,
+          line: p.line,
         });
       }
       qp.items = [...sessionItems, ...promptItems];
     }
     qp.busy = false;
-    const picked = await done;
+    const choice = await done;
     qp.dispose();
-    if (!picked || !picked.file) {
+    if (!choice || !choice.file) {
       return;
     }
-    await this.showTranscript(picked.file, picked.line ?? this.leafLine(picked.info, picked.file));
+    await this.showTranscript(choice.file, choice.line ?? this.leafLine(choice.info, choice.file));
+  }
+
+  // ---- reveal -------------------------------------------------------------------------------
+
+  /** Shows a session (or one of its branch points: `{sessionId, uuid}`) in the Claude Sessions view. */
+  async revealInView(arg?: unknown): Promise<void> {
+    const t = await this.resolveTarget(arg);
+    if (!t) {
+      return;
+    }
+    const uuid = arg && typeof arg === 'object' ? (arg as { uuid?: unknown }).uuid : undefined;
+    await vscode.commands.executeCommand('sessionLsp.sessions.focus');
+    const node = await this.sessions.findNode(t.sessionId, typeof uuid === 'string' ? uuid : undefined);
+    if (!node || !this.sessions.view) {
+      throw new Error(`session ${t.sessionId} is not in the view`);
+    }
+    await this.sessions.view.reveal(node, { select: true, focus: false, expand: true });
   }
 
   // ---- copy ----------------------------------------------------------------------------------

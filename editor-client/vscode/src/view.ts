@@ -76,6 +76,23 @@ export class SessionsProvider implements vscode.TreeDataProvider<Node>, vscode.D
     return this.sessionsById.get(id);
   }
 
+  /** The view node of a session, or of one of its branch points once they are known. */
+  async findNode(sessionId: string, branchUuid?: string): Promise<Node | undefined> {
+    await this.sessions();
+    const node = this.nodesById.get(sessionId);
+    if (!node || !branchUuid) {
+      return node;
+    }
+    if (node.branchPoints === undefined) {
+      const tree = await this.tree(sessionId);
+      if (tree) {
+        node.branchPoints = branchPointsFromTree(node.info, tree);
+        this.emitter.fire(node);
+      }
+    }
+    return node.branchPoints?.find((b) => b.uuid === branchUuid) ?? node;
+  }
+
   cachedTree(id: string): SessionTreeResult | undefined {
     return this.trees.get(id)?.tree;
   }

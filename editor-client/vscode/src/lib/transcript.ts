@@ -53,3 +53,49 @@ export function sessionIdInText(text: string): string | undefined {
   }
   return undefined;
 }
+
+export interface Prompt {
+  line: number;
+  uuid?: string;
+  text: string;
+}
+
+/** The prompts a person typed: user rows whose content is text (not tool results, meta rows or command wrappers). */
+export function promptsInText(text: string, max = 500): Prompt[] {
+  const out: Prompt[] = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length && out.length < max; i++) {
+    const l = lines[i];
+    if (!l.includes('"type":"user"') && !l.includes('"type": "user"')) {
+      continue;
+    }
+    let row: any;
+    try {
+      row = JSON.parse(l);
+    } catch {
+      continue;
+    }
+    if (!row || row.type !== 'user' || row.isMeta || row.isCompactSummary || !row.message) {
+      continue;
+    }
+    const c = row.message.content;
+    let t = '';
+    if (typeof c === 'string') {
+      t = c;
+    } else if (Array.isArray(c)) {
+      if (c.some((b: any) => b && b.type === 'tool_result')) {
+        continue;
+      }
+      t = c
+        .filter((b: any) => b && b.type === 'text' && typeof b.text === 'string')
+        .map((b: any) => b.text)
+        .join('\n');
+    }
+    t = t.trim();
+    if (!t || t.startsWith('<')) {
+      continue;
+    }
+    out.push({ line: i, uuid: typeof row.uuid === 'string' ? row.uuid : undefined, text: t });
+  }
+  return out;
+}

@@ -125,9 +125,26 @@ async function openView() {
   await container.waitFor({ state: 'visible', timeout: 15000 });
 }
 
-function setSettings(patch) {
+/** Edits the user settings the way a person would: in the settings.json editor, then save. */
+async function setSettings(patch) {
   const cur = JSON.parse(fs.readFileSync(SETTINGS, 'utf8'));
-  fs.writeFileSync(SETTINGS, JSON.stringify({ ...cur, ...patch }, null, 2));
+  const text = JSON.stringify({ ...cur, ...patch });
+  await runCommand('Preferences: Open User Settings (JSON)');
+  const editor = page.locator('.monaco-editor .view-lines', { hasText: 'sessionLsp.projectsDir' }).first();
+  await editor.waitFor({ state: 'visible', timeout: 20000 });
+  await editor.click();
+  await page.keyboard.press('ControlOrMeta+A');
+  await page.keyboard.press('Delete');
+  await page.keyboard.insertText(text);
+  await page.keyboard.press('ControlOrMeta+S');
+  await until('settings.json to be saved', async () => {
+    try {
+      return JSON.stringify(JSON.parse(fs.readFileSync(SETTINGS, 'utf8'))) === JSON.stringify(JSON.parse(text));
+    } catch {
+      return false;
+    }
+  }, 10000);
+  await runCommand('View: Close All Editors');
 }
 
 async function webviewFrameWith(selector) {
@@ -195,10 +212,12 @@ async function main() {
   log(`server lists ${expected.length} sessions: ${expected.map((s) => norm(s.title) || s.sessionId).join(' | ')}`);
 
   await check('changing the server setting restarts the server and the view lists the example sessions', async () => {
-    await page.keyboard.press('Escape');
     await runCommand('Notifications: Clear All Notifications').catch(() => undefined);
-    await page.locator('.part.panel').isVisible().then(async (v) => v && runCommand('View: Close Panel'));
-    setSettings({ 'sessionLsp.serverCommand': [env.E2E_SERVER_CMD, 'serve', '--stdio'] });
+    await setSettings({ 'sessionLsp.serverCommand': [env.E2E_SERVER_CMD, 'serve', '--stdio'] });
+    if (await page.locator('.part.panel').isVisible()) {
+      await runCommand('View: Toggle Panel Visibility').catch(() => undefined);
+    }
+    await page.keyboard.press('Escape');
     const byId = new Map(expected.map((s) => [s.sessionId, s]));
     const roots = expected.filter((s) => !(s.forkedFrom && byId.has(s.forkedFrom.sessionId)));
     const want = roots.map((s) => norm(s.title) || s.sessionId);
@@ -230,9 +249,7 @@ async function main() {
 
   await check('a damaged transcript shows its diagnostic in the Problems panel', async () => {
     await viewRow(DAMAGED_TITLE).first().click();
-    await until('the damaged transcript editor', async () =>
-      (await page.locator('.tabs-container .tab.active').innerText()).includes(path.basename(DAMAGED)),
-    );
+    await until('the damaged transcript editor', async () => (await page.title()).includes(path.basename(DAMAGED)));
     await runCommand('View: Focus Problems (Errors, Warnings, Infos)').catch(() => runCommand('Problems: Focus on Problems View'));
     const want = `Ln ${DAMAGED_LINE + 1}`;
     const text = await until(`a problem at line ${DAMAGED_LINE + 1} of ${path.basename(DAMAGED)}`, async () => {
@@ -246,9 +263,7 @@ async function main() {
 
   await check('hover on a transcript row shows the row', async () => {
     await viewRow('named session').first().click();
-    await until('the named session transcript', async () =>
-      (await page.locator('.tabs-container .tab.active').innerText()).includes(TURN_SESSION),
-    );
+    await until('the named session transcript', async () => (await page.title()).includes(TURN_SESSION));
     // Go to the first prompt ("hello from another project", line 5) and ask for the hover there.
     await runCommand('Go to Line/Column...');
     await page.keyboard.type('5:20');
@@ -326,9 +341,7 @@ async function main() {
     20000);
     await shot('08-search.png');
     await page.keyboard.press('Enter');
-    await until('the transcript to open', async () =>
-      /\.jsonl/.test(await page.locator('.tabs-container .tab.active').innerText()),
-    );
+    await until('the transcript to open', async () => /\.jsonl/.test(await page.title()));
   });
 }
 

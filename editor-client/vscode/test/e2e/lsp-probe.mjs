@@ -1,5 +1,5 @@
 // Starts a language server over stdio, sends initialize (and optionally sessions/list), prints JSON.
-// Usage: node lsp-probe.mjs [--list] [--projects-dir DIR] -- <command> [args...]
+// Usage: node lsp-probe.mjs [--list] [--projects-dir DIR] [--request METHOD JSON] -- <command> [args...]
 // Exit 0 when the server answered initialize within the time limit.
 import { spawn } from 'node:child_process';
 
@@ -10,6 +10,8 @@ const cmd = sep < 0 ? [] : argv.slice(sep + 1);
 const wantList = opts.includes('--list');
 const pdIdx = opts.indexOf('--projects-dir');
 const projectsDir = pdIdx >= 0 ? opts[pdIdx + 1] : undefined;
+const reqIdx = opts.indexOf('--request');
+const extraRequest = reqIdx >= 0 ? { method: opts[reqIdx + 1], params: JSON.parse(opts[reqIdx + 2] ?? '{}') } : undefined;
 const timeoutMs = Number(process.env.PROBE_TIMEOUT_MS || 20000);
 if (cmd.length === 0) {
   console.error('usage: node lsp-probe.mjs [--list] [--projects-dir DIR] -- <command> [args...]');
@@ -84,6 +86,10 @@ if (wantList) {
   const list = await request('sessions/list', projectsDir ? { projectsDir } : {});
   if (list.error) fail(`sessions/list failed: ${JSON.stringify(list.error)}`);
   out.sessions = list.result?.sessions ?? [];
+}
+if (extraRequest) {
+  const r = await request(extraRequest.method, extraRequest.params);
+  out.request = r.error ? { error: r.error } : r.result;
 }
 clearTimeout(timer);
 child.removeAllListeners('exit');

@@ -95,6 +95,7 @@ fs.writeFileSync(file, JSON.stringify({
   "sessionLsp.projectsDir": projects,
   "sessionLsp.provider": "scripted",
   "workbench.startupEditor": "none",
+  "workbench.editor.useModal": "off",
   "workbench.tips.enabled": false,
   "workbench.enableExperiments": false,
   "workbench.welcomePage.walkthroughs.openOnInstall": false,
@@ -109,6 +110,10 @@ fs.writeFileSync(file, JSON.stringify({
   "window.commandCenter": false,
   "editor.minimap.enabled": false,
   "editor.hover.delay": 300,
+  "editor.autoClosingBrackets": "never",
+  "editor.autoClosingQuotes": "never",
+  "editor.autoIndent": "none",
+  "editor.formatOnType": false,
   "files.autoSave": "off",
   "terminal.integrated.enablePersistentSessions": false
 }, null, 2));

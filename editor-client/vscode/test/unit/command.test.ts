@@ -93,3 +93,19 @@ test('progress text as deltas or as the whole reply so far', () => {
   assert.equal(t, 'echo: hi');
   assert.equal(accumulateProgress('x', undefined), 'x');
 });
+
+import { rewriteLensCommand } from '../../src/lib/lenses';
+
+test('server lenses run the extension commands', () => {
+  const args = [{ sessionId: 'S', atUuid: 'u' }];
+  assert.deepEqual(rewriteLensCommand({ title: 'Fork here', command: 'sessions/fork', arguments: args }), {
+    title: 'Fork here',
+    command: 'sessionLsp.forkSession',
+    arguments: args,
+  });
+  assert.equal(rewriteLensCommand({ title: 'R', command: 'sessions/resume', arguments: [{ sessionId: 'S' }] })?.command, 'sessionLsp.resumeInTerminal');
+  assert.equal(rewriteLensCommand({ title: '2 branches', command: 'sessions/tree', arguments: [{ sessionId: 'S', uuid: 'b' }] })?.command, 'sessionLsp.revealInView');
+  assert.deepEqual(rewriteLensCommand({ title: 'x', command: 'sessions/fork', arguments: ['junk'] })?.arguments, []);
+  assert.deepEqual(rewriteLensCommand({ title: 'x', command: 'other.cmd' }), { title: 'x', command: 'other.cmd' });
+  assert.equal(rewriteLensCommand(undefined), undefined);
+});

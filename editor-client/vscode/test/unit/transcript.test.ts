@@ -31,3 +31,22 @@ test('session id recorded in rows', () => {
   assert.equal(sessionIdInText(text), 'S1');
   assert.equal(sessionIdInText('{}'), undefined);
 });
+
+import { promptsInText } from '../../src/lib/transcript';
+
+test('prompts a person typed', () => {
+  const rows = [
+    { type: 'queue-operation', content: 'x' },
+    { type: 'user', uuid: 'a', message: { role: 'user', content: 'READ login.ts' } },
+    { type: 'user', uuid: 'b', message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'x' }] } },
+    { type: 'user', uuid: 'c', isMeta: true, message: { role: 'user', content: 'meta' } },
+    { type: 'user', uuid: 'd', message: { role: 'user', content: '<command-name>/compact</command-name>' } },
+    { type: 'user', uuid: 'e', message: { role: 'user', content: [{ type: 'text', text: '继续检查' }] } },
+    { type: 'assistant', uuid: 'f', message: { role: 'assistant', content: [{ type: 'text', text: 'no' }] } },
+  ];
+  const text = rows.map((r) => JSON.stringify(r)).join('\n') + '\nnot json "type":"user"\n';
+  assert.deepEqual(promptsInText(text), [
+    { line: 1, uuid: 'a', text: 'READ login.ts' },
+    { line: 5, uuid: 'e', text: '继续检查' },
+  ]);
+});
