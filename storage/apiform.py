@@ -1,11 +1,32 @@
 """The API form of a chain: the conversation the model receives when the CLI resumes it.
 
-Rows become messages (user and assistant rows by their message, attachments by what the CLI
-rendered for them, a compact boundary as an empty system message); blocks of one response merge;
-tool calls without results and results without calls drop out; thinking-only and blank
-assistant rows drop out; within a turn, attachments meant for the user go before the prompt and
-system text after it; consecutive messages of one role merge; an interrupted end gets the
-synthetic message the CLI adds.
+Rules of CLI 2.1.328 (read in its bundled JS and confirmed with real runs, see
+tests/corpus/extra/README.md and tests/test_apiform_rules.py):
+
+- Rows that never reach the model: progress, system rows other than ``local_command`` (a compact
+  boundary included), virtual rows, the CLI's own API-error rows, user rows with no content.
+- Attachments are sent as the CLI rendered them (``rendered`` + ``renderedRole``), but not at all
+  when the resuming CLI runs ``--bare`` (or with ``CLAUDE_CODE_SIMPLE``): then every attachment
+  except queued commands, poll events and plugin notes is skipped.
+- Before rendering, each attachment moves up to just after the nearest earlier assistant row or
+  tool-result row (so within a turn, attachments come before the prompt and the command rows).
+- User rows and user-role attachments join the message before them when it is a user message
+  (tool results first; a text block meeting a text block gets a ``\\n`` when two user rows meet);
+  after an assistant message each one starts a new user message, so two user messages can follow
+  each other. A text-only attachment joining a message that ends in a tool result goes *inside*
+  that tool result (see :mod:`storage.attachments`).
+- System-role attachments are held, and when the next reply starts (or at the end) they become one
+  ``system`` message after the user message: their texts without the ``<system-reminder>`` wrapper,
+  ``\\n\\n`` between attachments. With no user message before them they go out as a user
+  message wrapped in a reminder.
+- Blocks of one response (same ``message.id``) merge; tool calls nobody answered and results
+  whose call is gone drop out, except at the very end, where the calls of an interrupted last
+  response get the CLI's "interrupted" error result; thinking-only and blank replies drop out.
+- The effort statement (only with ``effort_statement=True``): the request's ``output_config``
+  rides on an empty system message right after the first user message (the system message there,
+  if any, carries it instead). It is request settings, not conversation, so it is left out by
+  default; every empty system message in a real request is such a carrier.
+- A chain that ends with a user message gets the assistant "No response requested."
 """
 
 from __future__ import annotations
@@ -14,22 +35,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from storage.attachments import (
+    fold_beside_tool_result,
+    is_sent_when_bare,
+    joins_as_user_row,
+    reminder_body,
+    wrap_reminder,
+)
 from storage.chain import Chain
 from storage.reader import read_entries
 from storage.rows import Row
 
 NO_RESPONSE = "No response requested."
 CONTINUE = "Continue from where you left off."
-
-# Sort keys inside one turn (between assistant messages).
-_TOOL_RESULT, _USER_ATTACHMENT, _USER, _SYSTEM = 0, 1, 2, 3
+"""Kept for callers: 2.1.328 uses it only for interactive resumes, never in the form built here."""
+INTERRUPTED = (
+    "[Tool call interrupted: the session ended before this call's result was recorded, so its "
+    "outcome is unknown. Check whether it took effect before relying on it or running it again.]"
+)
+SYNTHETIC_MODEL = "<synthetic>"
 
 
 @dataclass
 class _Msg:
     role: str
     content: list[Any]
-    kind: int = _USER
     message_id: str | None = None
     uuids: list[str] = field(default_factory=list)
 
@@ -42,14 +72,183 @@ def _as_blocks(content: Any) -> list[Any]:
     return []
 
 
-def _rendered_blocks(rendered: Any) -> list[Any]:
-    blocks: list[Any] = []
+def _is_text(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "text"
+
+
+def _is_result(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
+
+
+def _join_user(a: list[Any], b: list[Any]) -> list[Any]:
+    """Two user contents as one: text meeting text gets a newline, tool results go first."""
+    if a and b and _is_text(a[-1]) and _is_text(b[0]):
+        a = [*a[:-1], {**a[-1], "text": a[-1].get("text", "") + "\n"}]
+    both = a + b
+    return [x for x in both if _is_result(x)] + [x for x in both if not _is_result(x)]
+
+
+def _results_first(blocks: list[Any]) -> list[Any]:
+    return [x for x in blocks if _is_result(x)] + [x for x in blocks if not _is_result(x)]
+
+
+# -- which rows reach the model -------------------------------------------------------------------
+
+
+def _skipped(row: Row, entry: dict[str, Any], bare: bool) -> bool:
+    if row.type == "system":
+        return entry.get("subtype") != "local_command" or entry.get("isDisplayOnly") is True
+    if row.type in ("user", "assistant"):
+        if entry.get("isVirtual") is True:
+            return True
+        message = entry.get("message")
+        if not isinstance(message, dict):
+            return True
+        if row.type == "assistant":
+            return entry.get("isApiErrorMessage") is True and message.get("model") == SYNTHETIC_MODEL
+        return isinstance(message.get("content"), list) and not message["content"]
+    if row.type == "attachment":
+        attachment = entry.get("attachment")
+        return not isinstance(attachment, dict) or (bare and not is_sent_when_bare(attachment))
+    return True
+
+
+def _starts_stretch(row: Row, entry: dict[str, Any]) -> bool:
+    """Rows that attachments never move above: replies, tool results, task deliveries."""
+    if row.type == "assistant":
+        return True
+    if row.type != "user":
+        return False
+    content = (entry.get("message") or {}).get("content")
+    first = content[0] if isinstance(content, list) and content else None
+    return _is_result(first) or entry.get("taskDelivery") is not None
+
+
+def _lift_attachments(items: list[tuple[Row, dict[str, Any]]]) -> list[tuple[Row, dict[str, Any]]]:
+    """Move each attachment up to just after the nearest earlier reply or tool-result row."""
+    out: list[tuple[Row, dict[str, Any]]] = []
+    held: list[tuple[Row, dict[str, Any]]] = []
+    for item in reversed(items):
+        row, entry = item
+        if row.type == "attachment":
+            held.append(item)
+            continue
+        if _starts_stretch(row, entry) and held:
+            out.extend(held)
+            held = []
+        out.append(item)
+    out.extend(held)
+    out.reverse()
+    return out
+
+
+# -- building the messages ------------------------------------------------------------------------
+
+
+class _Builder:
+    """Turns rows into messages the way the CLI's normaliser walks them."""
+
+    def __init__(self) -> None:
+        self.msgs: list[_Msg] = []
+        self.pending_system: list[str] = []
+        self.open_response: dict[str, _Msg] = {}
+
+    def last(self) -> _Msg | None:
+        return self.msgs[-1] if self.msgs else None
+
+    def add_user(self, blocks: list[Any], uid: str | None) -> None:
+        last = self.last()
+        uuids = [uid] if uid else []
+        if last is not None and last.role == "user":
+            last.content = _join_user(last.content, blocks)
+            last.uuids += uuids
+        else:
+            self.msgs.append(_Msg("user", _results_first(blocks), uuids=uuids))
+        if not any(_is_result(b) for b in blocks):
+            self.open_response.clear()
+
+    def add_user_attachment(self, attachment: dict[str, Any], parts: list[list[Any]], uid: str | None) -> None:
+        last = self.last()
+        if last is None or last.role != "user":
+            for part in parts:
+                self.msgs.append(_Msg("user", part, uuids=[uid] if uid else []))
+            return
+        for part in parts:
+            if joins_as_user_row(attachment):
+                last.content = _join_user(last.content, part)
+            else:
+                last.content = _results_first(fold_beside_tool_result(last.content, part))
+
+    def add_assistant(self, row: Row, blocks: list[Any]) -> None:
+        mid = row.message_id
+        if mid and mid in self.open_response:
+            self.open_response[mid].content += blocks
+            return
+        self.flush_system()
+        msg = _Msg("assistant", list(blocks), message_id=mid, uuids=[row.uuid] if row.uuid else [])
+        self.msgs.append(msg)
+        if mid:
+            self.open_response[mid] = msg
+
+    def flush_system(self) -> None:
+        if not self.pending_system:
+            return
+        text = "\n\n".join(self.pending_system)
+        self.pending_system = []
+        last = self.last()
+        if last is not None and last.role == "system":
+            old = last.content[0]["text"] if last.content else ""
+            last.content = [{"type": "text", "text": f"{old}\n\n{text}" if old else text}]
+        elif last is not None and last.role == "user":
+            self.msgs.append(_Msg("system", [{"type": "text", "text": text}]))
+        else:
+            self.msgs.append(_Msg("user", [{"type": "text", "text": wrap_reminder(text)}]))
+
+
+def _rendered_parts(entry: dict[str, Any]) -> list[list[Any]]:
+    """The messages the CLI rendered for an attachment, each as content blocks."""
+    rendered = entry.get("rendered")
     if not isinstance(rendered, list):
-        return blocks
-    for part in rendered:
-        content = part.get("content") if isinstance(part, dict) else part
-        blocks.extend(_as_blocks(content))
-    return blocks
+        return []
+    parts = [_as_blocks(p.get("content") if isinstance(p, dict) else p) for p in rendered]
+    return [p for p in parts if p]
+
+
+def _system_text(parts: list[list[Any]]) -> str | None:
+    texts: list[str] = []
+    for part in parts:
+        for block in part:
+            if not _is_text(block):
+                return None
+            texts.append(reminder_body(str(block.get("text", ""))))
+    text = "\n".join(texts)
+    return text if text.strip() else None
+
+
+def _build(items: list[tuple[Row, dict[str, Any]]]) -> list[_Msg]:
+    b = _Builder()
+    for row, entry in items:
+        if row.type == "system":
+            b.add_user(_as_blocks(entry.get("content")), row.uuid)
+        elif row.type == "user":
+            b.add_user(_as_blocks(entry["message"].get("content")), row.uuid)
+        elif row.type == "assistant":
+            b.add_assistant(row, _as_blocks(entry["message"].get("content")))
+        elif row.type == "attachment":
+            parts = _rendered_parts(entry)
+            role = entry.get("renderedRole")
+            if not parts or role not in ("user", "system"):
+                continue
+            text = _system_text(parts) if role == "system" else None
+            if text is not None:
+                b.pending_system.append(text)
+            else:
+                b.add_user_attachment(entry["attachment"], parts, row.uuid)
+    b.flush_system()
+    return b.msgs
+
+
+# -- pairing, dropping, closing -------------------------------------------------------------------
 
 
 def _is_blank_assistant(content: list[Any]) -> bool:
@@ -66,40 +265,33 @@ def _is_blank_assistant(content: list[Any]) -> bool:
     return True
 
 
-def _row_message(row: Row, entry: dict[str, Any]) -> _Msg | None:
-    uid = [row.uuid] if row.uuid else []
-    if row.type in ("user", "assistant"):
-        message = entry.get("message")
-        if not isinstance(message, dict):
-            return None
-        blocks = _as_blocks(message.get("content"))
-        if row.type == "assistant":
-            return _Msg("assistant", blocks, message_id=row.message_id, uuids=uid)
-        kind = _TOOL_RESULT if row.tool_result_ids else _USER
-        return _Msg("user", blocks, kind=kind, uuids=uid)
-    if row.type == "attachment":
-        role = entry.get("renderedRole")
-        blocks = _rendered_blocks(entry.get("rendered"))
-        if role == "user" and blocks:
-            return _Msg("user", blocks, kind=_USER_ATTACHMENT, uuids=uid)
-        if role == "system" and blocks:
-            return _Msg("system", blocks, kind=_SYSTEM, uuids=uid)
-        return None
-    if row.is_compact_boundary:
-        return _Msg("system", [], kind=_SYSTEM, uuids=uid)
-    return None
+def _tool_ids(msgs: list[_Msg], role: str, btype: str, key: str) -> set[Any]:
+    return {
+        b.get(key) for m in msgs if m.role == role for b in m.content if isinstance(b, dict) and b.get("type") == btype
+    }
+
+
+def _interrupt_tail(msgs: list[_Msg]) -> None:
+    """The calls of a last response that never got results get the CLI's interrupted result."""
+    last = next((m for m in reversed(msgs) if m.role != "system"), None)
+    if last is None or last.role != "assistant":
+        return
+    answered = _tool_ids(msgs, "user", "tool_result", "tool_use_id")
+    open_ids = [
+        b.get("id")
+        for b in last.content
+        if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") not in answered
+    ]
+    if open_ids:
+        results = [
+            {"type": "tool_result", "content": INTERRUPTED, "is_error": True, "tool_use_id": i} for i in open_ids
+        ]
+        msgs.append(_Msg("user", results))
 
 
 def _pair_tools(msgs: list[_Msg]) -> list[_Msg]:
     """Drop tool_use blocks nobody answered and tool_result blocks whose call is gone."""
-    answered = {
-        b.get("tool_use_id")
-        for m in msgs
-        if m.role == "user"
-        for b in m.content
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    }
-    kept: list[_Msg] = []
+    answered = _tool_ids(msgs, "user", "tool_result", "tool_use_id")
     for m in msgs:
         if m.role == "assistant":
             m.content = [
@@ -107,92 +299,64 @@ def _pair_tools(msgs: list[_Msg]) -> list[_Msg]:
                 for b in m.content
                 if not (isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") not in answered)
             ]
-            if not m.content or _is_blank_assistant(m.content):
-                continue
-        kept.append(m)
-    called = {
-        b.get("id")
-        for m in kept
-        if m.role == "assistant"
-        for b in m.content
-        if isinstance(b, dict) and b.get("type") == "tool_use"
-    }
+    kept = [m for m in msgs if not (m.role == "assistant" and (not m.content or _is_blank_assistant(m.content)))]
+    called = _tool_ids(kept, "assistant", "tool_use", "id")
     out: list[_Msg] = []
     for m in kept:
-        if m.kind == _TOOL_RESULT:
-            m.content = [
-                b
-                for b in m.content
-                if not (isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") not in called)
-            ]
+        if m.role == "user":
+            m.content = [b for b in m.content if not (_is_result(b) and b.get("tool_use_id") not in called)]
             if not m.content:
                 continue
+        prev = out[-1] if out else None
+        if prev is not None and prev.role == "user" and m.role == "user" and _was_split(msgs, prev, m):
+            prev.content = _join_user(prev.content, m.content)
+            prev.uuids += m.uuids
+            continue
         out.append(m)
     return out
 
 
-def _order_turns(msgs: list[_Msg]) -> list[_Msg]:
-    """Inside each stretch between assistant messages: results, user attachments, prompts, system."""
-    out: list[_Msg] = []
-    stretch: list[_Msg] = []
-    for m in msgs + [_Msg("assistant", [])]:
-        if m.role == "assistant":
-            out.extend(sorted(stretch, key=lambda x: x.kind))
-            stretch = []
-            out.append(m)
-        else:
-            stretch.append(m)
-    return out[:-1]
+def _was_split(before: list[_Msg], a: _Msg, b: _Msg) -> bool:
+    """True when something between `a` and `b` was dropped (they were not neighbours)."""
+    ia = next(i for i, m in enumerate(before) if m is a)
+    return ia + 1 < len(before) and before[ia + 1] is not b
 
 
-def _join_at_seam(a: list[Any], b: list[Any]) -> list[Any]:
-    """Join two user contents; text meeting text across the seam gets a newline after it."""
-    if a and b and _is_text(a[-1]) and _is_text(b[0]):
-        return [*a[:-1], {**a[-1], "text": a[-1].get("text", "") + "\n"}, *b]
-    return a + b
-
-
-def _is_text(block: Any) -> bool:
-    return isinstance(block, dict) and block.get("type") == "text"
-
-
-def _merge(msgs: list[_Msg]) -> list[_Msg]:
-    out: list[_Msg] = []
-    for m in msgs:
-        prev = out[-1] if out else None
-        same_response = m.role == "assistant" and prev is not None and prev.role == "assistant" and (
-            m.message_id is not None and m.message_id == prev.message_id
-        )
-        if prev is not None and (same_response or (m.role == prev.role and m.role != "assistant")):
-            prev.content = _join_at_seam(prev.content, m.content) if m.role == "user" else prev.content + m.content
-            prev.uuids += m.uuids
-            if m.kind == _TOOL_RESULT:
-                prev.kind = _TOOL_RESULT
-            continue
-        out.append(_Msg(m.role, list(m.content), m.kind, m.message_id, list(m.uuids)))
-    return out
-
-
-def _close_interrupted(msgs: list[_Msg]) -> None:
-    last = next((m for m in reversed(msgs) if m.role != "system"), None)
-    if last is None or last.role != "user":
+def _effort_statement(msgs: list[_Msg]) -> None:
+    """An empty system message after the first user message, unless a system message is there."""
+    first_user = next((i for i, m in enumerate(msgs) if m.role == "user"), None)
+    if first_user is None:
         return
-    if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last.content):
-        if msgs[-1] is last:
-            last.content.append({"type": "text", "text": CONTINUE})
-        else:
-            msgs.append(_Msg("user", [{"type": "text", "text": CONTINUE}]))
-    else:
+    at = next((i for i in range(first_user + 1, len(msgs)) if msgs[i].role != "user"), len(msgs))
+    if at < len(msgs) and msgs[at].role == "system":
+        return
+    msgs.insert(at, _Msg("system", []))
+
+
+def _close(msgs: list[_Msg]) -> None:
+    last = next((m for m in reversed(msgs) if m.role != "system"), None)
+    if last is not None and last.role == "user":
         msgs.append(_Msg("assistant", [{"type": "text", "text": NO_RESPONSE}]))
 
 
-def api_messages_from_entries(rows: list[Row], entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    msgs = [m for row, e in zip(rows, entries) if (m := _row_message(row, e)) is not None]
-    msgs = _merge(_order_turns(_pair_tools(msgs)))
-    _close_interrupted(msgs)
+def api_messages_from_entries(
+    rows: list[Row], entries: list[dict[str, Any]], *, bare: bool = False, effort_statement: bool = False
+) -> list[dict[str, Any]]:
+    """The API form of chain `rows` with their JSON bodies. `bare`: as resumed with ``--bare``;
+    `effort_statement`: add the empty system message that carries the request's effort."""
+    items = [(r, e) for r, e in zip(rows, entries) if not _skipped(r, e, bare)]
+    msgs = _build(_lift_attachments(items))
+    _interrupt_tail(msgs)
+    msgs = _pair_tools(msgs)
+    if effort_statement:
+        _effort_statement(msgs)
+    _close(msgs)
     return [{"role": m.role, "content": m.content} for m in msgs]
 
 
-def api_messages(path: Path, chain: Chain) -> list[dict[str, Any]]:
-    """The API form of `chain`, reading the rows' bodies from `path`."""
-    return api_messages_from_entries(chain.rows, read_entries(path, chain.rows))
+def api_messages(
+    path: Path, chain: Chain, *, bare: bool = False, effort_statement: bool = False
+) -> list[dict[str, Any]]:
+    """The API form of `chain`, reading the rows' bodies from `path` (options as above)."""
+    entries = read_entries(path, chain.rows)
+    return api_messages_from_entries(chain.rows, entries, bare=bare, effort_statement=effort_statement)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from storage.reader import read_entries
 from storage.rows import Row
 from storage.transcript import Transcript
 
@@ -58,13 +59,43 @@ def _to_message_row(t: Transcript, row: Row) -> Row:
     return row
 
 
+def _is_explicit(t: Transcript, row: Row) -> bool:
+    """A `last-prompt` row written with `explicit: true` (a rewind or fork point)."""
+    try:
+        entry = read_entries(t.path, [row])[0]
+    except (OSError, ValueError, IndexError):
+        return False
+    return isinstance(entry, dict) and entry.get("explicit") is True
+
+
+def _descends_from(t: Transcript, row: Row, ancestor: str) -> bool:
+    seen: set[str] = set()
+    cur: Row | None = row
+    while cur is not None and cur.uuid not in seen:
+        if cur.uuid == ancestor:
+            return True
+        seen.add(cur.uuid or "")
+        cur = t.nodes.get(cur.parent) if cur.parent else None
+    return False
+
+
 def choose_leaf(t: Transcript) -> Row | None:
-    """Last existing `last-prompt.leafUuid`; else the last main-chain user/assistant row; else the
-    newest row that nothing points at."""
+    """Last existing `last-prompt.leafUuid` (but the file's last chain row when that row descends
+    from it and the checkpoint is not explicit, as after a killed turn); else the last main-chain
+    user/assistant row; else the newest row that nothing points at."""
     nodes = t.nodes
     for row in reversed(t.rows):
         if row.type == "last-prompt" and row.leaf_uuid and row.leaf_uuid in nodes:
-            return _to_message_row(t, nodes[row.leaf_uuid])
+            pick = nodes[row.leaf_uuid]
+            last = next((r for r in reversed(nodes.values()) if r.is_chain_row and not r.sidechain), None)
+            if (
+                last is not None
+                and last is not pick
+                and _descends_from(t, last, row.leaf_uuid)
+                and not _is_explicit(t, row)
+            ):
+                pick = last
+            return _to_message_row(t, pick)
     for row in reversed(nodes.values()):  # dict order: first position of each uuid
         if row.is_message and not row.sidechain:
             return row

@@ -27,6 +27,12 @@ def oracle_requests(path: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+def without_effort_carriers(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A request's messages less its empty system messages: the CLI drops empty system messages
+    from a request unless they carry `output_config` (the effort statement)."""
+    return [m for m in messages if not (m.get("role") == "system" and not m.get("content"))]
+
+
 def _block_key(block: dict[str, Any], role: str) -> tuple[str, str]:
     btype = block.get("type", "")
     if btype == "text":
@@ -43,7 +49,9 @@ def differences(
     ours: list[dict[str, Any]], oracle: list[dict[str, Any]], *, system_content: bool = True
 ) -> list[str]:
     """Roles, block kinds, prompt and reply texts, tool call and result ids. Scrubbed reminders in
-    the oracle match any text block; system messages compare by emptiness only."""
+    the oracle match any text block; system messages compare by emptiness only. The oracle's empty
+    system messages (carriers of the request's effort, which our form leaves out) are dropped."""
+    oracle = without_effort_carriers(oracle)
     diffs: list[str] = []
     if len(ours) != len(oracle):
         diffs.append(f"message count {len(ours)} != oracle {len(oracle)}")
@@ -66,4 +74,45 @@ def differences(
                 continue
             if kx != ky:
                 diffs.append(f"[{i}.{j}] {kx} != oracle {ky}")
+    return diffs
+
+
+def condensed(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages in the shape of tests/corpus/extra/api-requests.jsonl: texts in full, tool calls by
+    id and name, tool results by id and content (text blocks only), other blocks by kind."""
+    out = []
+    for message in messages:
+        content = message.get("content")
+        blocks = [content] if isinstance(content, str) and content else list(content or [])
+        out.append({"role": message["role"], "content": [_condense_block(b) for b in blocks]})
+    return out
+
+
+def _condense_block(block: Any) -> dict[str, Any]:
+    if isinstance(block, str):
+        return {"type": "text", "text": block}
+    kind = block.get("type")
+    if kind == "text":
+        return {"type": "text", "text": str(block.get("text", ""))}
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block.get("id"), "name": block.get("name")}
+    if kind == "tool_result":
+        content = block.get("content")
+        if isinstance(content, list):
+            content = [
+                {"type": "text", "text": str(b.get("text", ""))} if b.get("type") == "text" else {"type": b.get("type")}
+                for b in content
+            ]
+        return {"type": "tool_result", "tool_use_id": block.get("tool_use_id"), "content": content}
+    return {"type": kind}
+
+
+def exact_differences(ours: list[dict[str, Any]], oracle: list[dict[str, Any]]) -> list[str]:
+    """Message by message, block by block, in the condensed shape (full texts, system included)."""
+    a, b = condensed(ours), oracle
+    diffs = [f"message count {len(a)} != oracle {len(b)}"] if len(a) != len(b) else []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            ours_text, oracle_text = (json.dumps(v, ensure_ascii=False)[:300] for v in (x, y))
+            diffs.append(f"[{i}] {ours_text} != oracle {oracle_text}")
     return diffs
