@@ -475,7 +475,8 @@ export class Commands {
     const done = new Promise<Item | undefined>((resolve) => {
       qp.onDidAccept(() => {
         picked = true;
-        resolve(qp.selectedItems[0]);
+        resolve(qp.selectedItems[0] ?? qp.activeItems[0]);
+        qp.hide();
       });
       qp.onDidHide(() => {
         picked = true;
@@ -518,6 +519,9 @@ export class Commands {
           line: p.line,
         });
       }
+    }
+    if (!picked) {
+      // One update at the end: replacing the items resets the active one under the user's cursor.
       qp.items = [...sessionItems, ...promptItems];
     }
     qp.busy = false;

@@ -94,15 +94,16 @@ function renderBlock(b: ContentBlock | string, max: number): string {
 function heading(m: ChainMessage): string {
   const blocks = Array.isArray(m.content) ? m.content : [];
   if (m.role === 'user' && blocks.length > 0 && blocks.every((b) => b && b.type === 'tool_result')) {
-    return '### 🔧 Tool result' + (blocks.length > 1 ? 's' : '');
+    return '### Tool result' + (blocks.length > 1 ? 's' : '');
   }
   if (m.role === 'user') {
-    return '### 🧑 User';
+    return '### User';
   }
   if (m.role === 'assistant') {
-    return '### 🤖 Assistant';
+    return '### Assistant';
   }
-  return `### ${escapeInline(m.role || 'message')}`;
+  const role = m.role || 'message';
+  return `### ${escapeInline(role.charAt(0).toUpperCase() + role.slice(1))}`;
 }
 
 export function renderConversation(messages: ChainMessage[], opts: RenderOptions = {}): string {

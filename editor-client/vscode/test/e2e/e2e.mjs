@@ -81,10 +81,19 @@ const norm = (s) => (s ?? '').replace(/\s+/g, ' ').trim();
 const VIEW = '[id="workbench.view.extension.sessionLsp"]';
 
 async function runCommand(title) {
-  await page.keyboard.press('Escape');
-  await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible', timeout: 10000 });
+  for (let attempt = 0; ; attempt++) {
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('F1');
+    try {
+      await input.waitFor({ state: 'visible', timeout: 3000 });
+      break;
+    } catch (e) {
+      if (attempt >= 2) throw e;
+      // Focus may be inside a webview, which keeps F1 to itself: focus the workbench and retry.
+      await page.locator('.part.sidebar .composite.title').first().click().catch(() => undefined);
+    }
+  }
   await input.fill(`>${title}`);
   const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
   await row.waitFor({ state: 'visible', timeout: 10000 });
@@ -164,7 +173,7 @@ async function main() {
     headless: env.E2E_HEADFUL !== '1',
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'],
   });
-  const context = await browser.newContext({ viewport: { width: 1400, height: 860 } });
+  const context = await browser.newContext({ viewport: { width: 1500, height: 900 } });
   page = await context.newPage();
   page.setDefaultTimeout(15000);
 
@@ -177,6 +186,15 @@ async function main() {
 
   await check('the extension activates and its "Claude Sessions" view appears', async () => {
     await openView();
+    // A wider sidebar, so that the screenshots show whole session titles.
+    const sash = await page.locator('.part.sidebar').boundingBox();
+    if (sash) {
+      const x = sash.x + sash.width + 1;
+      await page.mouse.move(x, 400);
+      await page.mouse.down();
+      await page.mouse.move(x + 220, 400, { steps: 5 });
+      await page.mouse.up();
+    }
     await until('the sidebar title', async () => /Claude Sessions/.test(await page.locator('.part.sidebar .composite.title').innerText()));
   });
 
@@ -275,11 +293,22 @@ async function main() {
       return t.length > 0 ? t : undefined;
     }, 20000);
     log(`hover: ${hover.slice(0, 300)}`);
+    await page.waitForTimeout(800); // let the hover finish fading in for the screenshot
     if (!/user|hello from another project|ccfb4ee8/i.test(hover)) {
       throw new Error(`the hover does not describe the row: ${hover.slice(0, 300)}`);
     }
     await shot('05-hover.png');
     await page.keyboard.press('Escape');
+  });
+
+  await check('code lenses show and go to definition follows a parentUuid', async () => {
+    // The named session's transcript is open from the hover check.
+    await page.locator('.codelens-decoration', { hasText: 'Fork here' }).first().waitFor({ state: 'visible', timeout: 20000 });
+    await runCommand('Go to Line/Column...');
+    await page.keyboard.type('6:25'); // inside the parentUuid of line 6, which names the row on line 5
+    await page.keyboard.press('Enter');
+    await runCommand('Go to Definition');
+    await until('the cursor on line 5', async () => /Ln 5,/.test(await page.locator('.statusbar').innerText()));
   });
 
   await check('Run Agent Turn with the scripted model appends to the transcript and the view updates', async () => {
@@ -334,14 +363,17 @@ async function main() {
     await runCommand('Claude Sessions: Search Sessions');
     const input = page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible' });
-    await input.fill('审计');
+    await input.fill('audit.ts');
     await until('a prompt match', async () =>
       (await page.locator('.quick-input-widget .monaco-list-row').count()) > 0 &&
-      /审计/.test(await page.locator('.quick-input-widget .monaco-list-row').first().innerText()),
+      /audit\.ts/.test(await page.locator('.quick-input-widget .monaco-list-row').first().innerText()),
     20000);
+    await page.waitForTimeout(500);
     await shot('08-search.png');
     await page.keyboard.press('Enter');
-    await until('the transcript to open', async () => /\.jsonl/.test(await page.title()));
+    await until('the transcript to open at the prompt', async () =>
+      /\.jsonl/.test(await page.title()) && /Ln \d+,/.test(await page.locator('.statusbar').innerText()),
+    );
   });
 }
 
