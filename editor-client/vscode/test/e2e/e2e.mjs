@@ -83,18 +83,19 @@ const VIEW = '[id="workbench.view.extension.sessionLsp"]';
 async function runCommand(title) {
   const input = page.locator('.quick-input-widget input');
   for (let attempt = 0; ; attempt++) {
-    await page.keyboard.press('Escape');
-    await page.keyboard.press('F1');
     try {
+      await page.keyboard.press('Escape');
+      await page.keyboard.press('F1');
       await input.waitFor({ state: 'visible', timeout: 3000 });
+      await input.fill(`>${title}`, { timeout: 3000 });
       break;
     } catch (e) {
-      if (attempt >= 2) throw e;
+      if (attempt >= 3) throw e;
       // Focus may be inside a webview, which keeps F1 to itself: focus the workbench and retry.
       await page.locator('.part.sidebar .composite.title').first().click().catch(() => undefined);
+      await page.waitForTimeout(300);
     }
   }
-  await input.fill(`>${title}`);
   const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
   await row.waitFor({ state: 'visible', timeout: 10000 });
   await page.keyboard.press('Enter');
