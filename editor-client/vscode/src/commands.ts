@@ -423,7 +423,9 @@ export class Commands {
               Methods.runTurn,
               params,
               (v) => {
-                if ((v.kind === 'report' || v.kind === 'begin') && v.message) {
+                if (v.kind === 'begin') {
+                  panel.setStatus(v.message ? `${v.title}: ${v.message}` : `${v.title}…`);
+                } else if (v.kind === 'report' && v.message) {
                   text = accumulateProgress(text, v.message);
                   panel.setReply(text);
                   progress.report({ message: oneLine(text.slice(-80), 60) });

@@ -45,12 +45,23 @@ export class SessionsProvider implements vscode.TreeDataProvider<Node>, vscode.D
         }
         this.scheduleRefresh(200);
       }),
+      (() => {
+        const timer = setInterval(() => this.repaint(), 60_000);
+        return { dispose: () => clearInterval(timer) };
+      })(),
       server.onDidChangeState((s) => {
         if (s === 'running' || s === 'missing' || s === 'failed') {
           this.scheduleRefresh(0);
         }
       }),
     );
+  }
+
+  /** Redraws the items (relative times age) without asking the server again. */
+  repaint(): void {
+    if (this.view?.visible) {
+      this.emitter.fire();
+    }
   }
 
   scheduleRefresh(delay = 0): void {

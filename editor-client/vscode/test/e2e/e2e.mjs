@@ -345,8 +345,14 @@ async function main() {
   });
 
   await check('Open Conversation renders the resumed chain', async () => {
+    await runCommand('View: Close All Editors');
+    if (await page.locator('.part.panel').isVisible()) {
+      await runCommand('View: Toggle Panel Visibility').catch(() => undefined);
+    }
     await viewRow('named session').first().click();
+    await until('the named session transcript', async () => (await page.title()).includes(TURN_SESSION));
     await runCommand('Claude Sessions: Open Conversation');
+    await until('the preview to be the active editor', async () => /^Preview /.test(await page.title()), 20000);
     const frame = await until('the Markdown preview', async () => {
       for (const f of page.frames()) {
         try {
@@ -357,6 +363,7 @@ async function main() {
       return undefined;
     }, 20000);
     if (!frame) throw new Error('no preview');
+    await page.waitForTimeout(500);
     await shot('07-conversation.png');
   });
 
@@ -375,6 +382,30 @@ async function main() {
     await until('the transcript to open at the prompt', async () =>
       /\.jsonl/.test(await page.title()) && /Ln \d+,/.test(await page.locator('.statusbar').innerText()),
     );
+  });
+
+  await check('Fork Session forks the transcript in the editor and the fork appears in the view', async () => {
+    await viewRow('named session').first().click();
+    await until('the named session transcript', async () => (await page.title()).includes(TURN_SESSION));
+    await page.locator('.monaco-editor .view-lines').first().click();
+    await runCommand('Claude Sessions: Fork Session');
+    const rows = page.locator('.quick-input-widget .monaco-list-row');
+    await rows.filter({ hasText: 'Fork the whole session' }).first().waitFor({ state: 'visible' });
+    await rows.filter({ hasText: 'Fork the whole session' }).first().click();
+    const input = page.locator('.quick-input-widget input');
+    await until('the title input', async () => /Title for the new session/.test(await page.locator('.quick-input-widget').innerText()));
+    await input.fill('e2e fork');
+    await page.keyboard.press('Enter');
+    await until('the fork in the view', async () => (await viewRows()).some((r) => norm(r.label) === 'e2e fork'), 20000);
+    await until('the fork transcript to open', async () => {
+      const t = await page.title();
+      return /\.jsonl/.test(t) && !t.includes(TURN_SESSION);
+    });
+    const forkFile = fs
+      .readdirSync(path.join(PROJECTS, '-Users-me-other'))
+      .filter((f) => f.endsWith('.jsonl') && !f.startsWith(TURN_SESSION));
+    if (forkFile.length !== 1) throw new Error(`expected one new transcript, found ${forkFile.join(', ')}`);
+    await shot('09-fork.png');
   });
 }
 
