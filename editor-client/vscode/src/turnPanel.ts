@@ -101,7 +101,7 @@ function html(webview: vscode.Webview, h: { prompt: string; session: string; mod
    const m = e.data || {};
    if (m.type === 'reply') { reply.textContent = m.text; }
    else if (m.type === 'status') { status.textContent = m.text; }
-   else if (m.type === 'done') { status.textContent = m.text; status.className = 'meta ' + (m.ok ? 'ok' : 'fail'); cancel.disabled = true; }
+   else if (m.type === 'done') { status.textContent = m.text; status.className = 'meta ' + (m.ok ? 'ok' : 'fail'); cancel.style.display = 'none'; }
  });
 </script>
 </body></html>`;

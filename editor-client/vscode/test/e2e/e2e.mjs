@@ -146,14 +146,18 @@ async function setSettings(patch) {
   await page.keyboard.press('ControlOrMeta+A');
   await page.keyboard.press('Delete');
   await page.keyboard.insertText(text);
-  await page.keyboard.press('ControlOrMeta+S');
-  await until('settings.json to be saved', async () => {
+  const saved = () => {
     try {
       return JSON.stringify(JSON.parse(fs.readFileSync(SETTINGS, 'utf8'))) === JSON.stringify(JSON.parse(text));
     } catch {
       return false;
     }
-  }, 10000);
+  };
+  for (let attempt = 0; !saved(); attempt++) {
+    if (attempt >= 4) throw new Error(`settings.json was not saved: ${fs.readFileSync(SETTINGS, 'utf8').slice(0, 300)}`);
+    await page.keyboard.press('ControlOrMeta+S');
+    await until('settings.json to be saved', async () => saved(), 5000).catch(() => undefined);
+  }
   await runCommand('View: Close All Editors');
 }
 
@@ -317,6 +321,9 @@ async function main() {
     const before = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
     const rowBefore = (await viewRows()).find((r) => norm(r.label) === 'named session');
     if (!rowBefore) throw new Error('no "named session" row in the view');
+    if (await page.locator('.part.panel').isVisible()) {
+      await runCommand('View: Toggle Panel Visibility').catch(() => undefined);
+    }
     await page.locator('.monaco-editor .view-lines').first().click();
     await runCommand('Claude Sessions: Run Agent Turn');
     const input = page.locator('.quick-input-widget input');
@@ -324,10 +331,14 @@ async function main() {
     await input.fill(TURN_PROMPT);
     await page.keyboard.press('Enter');
     const frame = await until('the agent turn panel', () => webviewFrameWith('#reply'), 20000);
+    let streamed = '';
     const status = await until('the turn to finish', async () => {
       const s = norm(await frame.locator('#status').innerText());
-      return /^(Done|Failed|Cancelled)/.test(s) ? s : undefined;
-    }, 60000);
+      if (/^(Done|Failed|Cancelled)/.test(s)) return s;
+      streamed = streamed || norm(await frame.locator('#reply').innerText());
+      return undefined;
+    }, 60000, 100);
+    log(`reply while running: ${streamed ? JSON.stringify(streamed.slice(0, 80)) : '(nothing seen before the end)'}`);
     const reply = norm(await frame.locator('#reply').innerText());
     log(`turn: ${status}; reply: ${reply.slice(0, 200)}`);
     if (!status.startsWith('Done')) throw new Error(`turn did not succeed: ${status}`);
@@ -370,7 +381,9 @@ async function main() {
   await check('Search Sessions finds a session by a prompt', async () => {
     await runCommand('Claude Sessions: Search Sessions');
     const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
+    await until('the Search Sessions quick pick', async () =>
+      /Search Sessions/.test(await page.locator('.quick-input-widget').innerText()),
+    );
     await input.fill('audit.ts');
     await until('a prompt match', async () =>
       (await page.locator('.quick-input-widget .monaco-list-row').count()) > 0 &&
@@ -406,6 +419,29 @@ async function main() {
       .filter((f) => f.endsWith('.jsonl') && !f.startsWith(TURN_SESSION));
     if (forkFile.length !== 1) throw new Error(`expected one new transcript, found ${forkFile.join(', ')}`);
     await shot('09-fork.png');
+  });
+
+  await check('Resume in Terminal runs claude --resume with the validated id', async () => {
+    await viewRow('named session').first().click();
+    await until('the named session transcript', async () => (await page.title()).includes(TURN_SESSION));
+    await runCommand('Claude Sessions: Resume in Terminal');
+    // /Users/me/other does not exist here: the extension says so and resumes in the workspace folder.
+    await until('the missing-directory warning', async () => /does not exist here/.test(await notificationsText()));
+    const record = path.join(WORK, 'claude-invocations.txt');
+    const ran = await until('claude --resume to run in the terminal', async () =>
+      fs.existsSync(record) ? fs.readFileSync(record, 'utf8').trim() : undefined,
+    20000);
+    log(`terminal ran: claude ${ran}`);
+    if (ran !== `${path.join(WORK, 'workspace')} --resume ${TURN_SESSION}`) throw new Error(`unexpected invocation: ${ran}`);
+    await page.waitForTimeout(500);
+    await shot('10-resume-terminal.png');
+  });
+
+  await check('Copy Session ID copies the id', async () => {
+    await runCommand('Notifications: Clear All Notifications').catch(() => undefined);
+    await viewRow('named session').first().click();
+    await runCommand('Claude Sessions: Copy Session ID');
+    await until('the confirmation', async () => (await notificationsText()).includes(`Copied session id ${TURN_SESSION}`));
   });
 }
 

@@ -70,6 +70,10 @@ sed "s/$SRC_ID/$DAMAGED_ID/g" "$PROJECTS/-Users-me-shop/$SRC_ID.jsonl" \
 # A title of its own, so the view tells it from the session it was copied from.
 printf '{"type":"custom-title","customTitle":"damaged copy (e2e)","sessionId":"%s"}\n' "$DAMAGED_ID" >> "$DAMAGED"
 echo "# e2e workspace" > "$WORK/workspace/README.md"
+# A stand-in `claude` for Resume in Terminal: it records its working directory and arguments.
+mkdir -p "$WORK/bin"
+printf '#!/bin/sh\necho "$PWD $*" >> "%s/claude-invocations.txt"\necho "claude stand-in: $*"\n' "$WORK" > "$WORK/bin/claude"
+chmod +x "$WORK/bin/claude"
 
 # Does the server answer initialize?
 SERVER_OK=0
@@ -88,7 +92,7 @@ PORT=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=
 # User settings: workspace trust off, the server missing at first (the e2e then fixes the setting).
 node -e '
 const fs = require("fs");
-const [file, projects] = process.argv.slice(1);
+const [file, projects, bin] = process.argv.slice(1);
 fs.writeFileSync(file, JSON.stringify({
   "security.workspace.trust.enabled": false,
   "sessionLsp.serverCommand": ["/nonexistent/session-lsp-missing", "serve", "--stdio"],
@@ -115,10 +119,12 @@ fs.writeFileSync(file, JSON.stringify({
   "editor.autoIndent": "none",
   "editor.formatOnType": false,
   "files.autoSave": "off",
-  "terminal.integrated.enablePersistentSessions": false
+  "terminal.integrated.enablePersistentSessions": false,
+  "terminal.integrated.env.linux": { "PATH": bin + ":${env:PATH}" }
 }, null, 2));
-' "$WORK/user-data/User/settings.json" "$PROJECTS"
+' "$WORK/user-data/User/settings.json" "$PROJECTS" "$WORK/bin"
 
+export PATH="$WORK/bin:$PATH"
 CS=(node "$CS_PKG/out/node/entry.js" --user-data-dir "$WORK/user-data" --extensions-dir "$WORK/extensions")
 echo "e2e: installing $VSIX" >&2
 if ! "${CS[@]}" --install-extension "$VSIX" > "$WORK/install.log" 2>&1; then
