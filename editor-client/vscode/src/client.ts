@@ -98,6 +98,12 @@ export class SessionServer implements vscode.Disposable {
     if (this.client && this.state === 'running') {
       return;
     }
+    if (this.client) {
+      // A client that stopped (the server died): start afresh rather than race its own restarts.
+      const old = this.client;
+      this.client = undefined;
+      await old.dispose(2000).catch(() => undefined);
+    }
     const cfg = vscode.workspace.getConfiguration('sessionLsp');
     const launch = serverLaunch({ serverCommand: cfg.get('serverCommand'), pythonPath: cfg.get('pythonPath') });
     this.setState('starting');
