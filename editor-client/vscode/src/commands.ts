@@ -9,7 +9,7 @@ import { SessionsProvider } from './view';
 import { TurnPanel } from './turnPanel';
 import { accumulateProgress, isInside } from './lib/command';
 import { isValidSessionId, requireSessionId, resumeCommandLine, sessionIdFromPath } from './lib/ids';
-import { oneLine, projectLabel, relativeTime } from './lib/format';
+import { appendedRows, oneLine, projectLabel, relativeTime } from './lib/format';
 import {
   ForkResult,
   Methods,
@@ -438,7 +438,7 @@ export class Commands {
             }
             panel.setReply(text);
             const usage = res?.usage ? formatUsage(res.usage) : '';
-            const rows = typeof res?.appended === 'number' ? `appended ${res.appended} row${res.appended === 1 ? '' : 's'}` : 'done';
+            const rows = appendedRows(res?.appended);
             panel.finish(`Done: ${rows} to session ${res?.sessionId ?? '?'}${usage ? ` · ${usage}` : ''}`, true);
             this.server.log(`runTurn done: ${rows} to ${res?.sessionId}`);
             this.sessions.refresh();

@@ -74,3 +74,9 @@ export function oneLine(s: string | null | undefined, max = 80): string {
   const flat = (s ?? '').replace(/\s+/g, ' ').trim();
   return flat.length > max ? flat.slice(0, max - 1) + '…' : flat;
 }
+
+/** "appended 3 rows" from a runTurn result's `appended` (uuids, or a count). */
+export function appendedRows(appended: unknown): string {
+  const n = Array.isArray(appended) ? appended.length : typeof appended === 'number' ? appended : undefined;
+  return n === undefined ? 'done' : `appended ${formatCount(n, 'row')}`;
+}

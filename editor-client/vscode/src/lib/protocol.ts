@@ -104,7 +104,8 @@ export interface RunTurnParams {
 export interface RunTurnResult {
   sessionId: string;
   path: string;
-  appended?: number;
+  /** The uuids of the rows the turn appended (a count in older servers). */
+  appended?: string[] | number;
   text?: string;
   usage?: Record<string, unknown> | null;
 }

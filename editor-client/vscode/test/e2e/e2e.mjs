@@ -263,6 +263,17 @@ async function main() {
         return rows.slice(i + 1).some((r) => r.level > rows[i].level && norm(r.label) === (norm(f.title) || f.sessionId));
       });
     }
+    // Subagents sit under their session.
+    const withSubagents = expected.filter((s) => (s.subagents ?? []).length > 0);
+    for (const s of withSubagents) {
+      const row = viewRow(norm(s.title) || s.sessionId).first();
+      if ((await row.getAttribute('aria-expanded')) !== 'true') {
+        await row.locator('.monaco-tl-twistie').click();
+      }
+      await until(`the subagent of ${s.sessionId}`, async () =>
+        (await viewRows()).some((r) => /subagent/.test(r.label) && r.description === s.subagents[0].agentId),
+      );
+    }
     const rows = await viewRows();
     const described = rows.filter((r) => /msg/.test(r.description));
     if (described.length < want.length) throw new Error(`session rows lack "N msgs" descriptions: ${JSON.stringify(rows)}`);

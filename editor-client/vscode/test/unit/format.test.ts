@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { formatBytes, formatCount, oneLine, projectLabel, relativeTime } from '../../src/lib/format';
+import { appendedRows, formatBytes, formatCount, oneLine, projectLabel, relativeTime } from '../../src/lib/format';
 
 const NOW = Date.parse('2026-11-29T12:00:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
@@ -46,4 +46,10 @@ test('counts, labels, one-liners', () => {
   assert.equal(projectLabel('plain'), 'plain');
   assert.equal(oneLine('  a\n\n b  '), 'a b');
   assert.equal(oneLine('abcdefghij', 5), 'abcd…');
+});
+
+test('rows a turn appended', () => {
+  assert.equal(appendedRows(['a', 'b', 'c']), 'appended 3 rows');
+  assert.equal(appendedRows(1), 'appended 1 row');
+  assert.equal(appendedRows(undefined), 'done');
 });
