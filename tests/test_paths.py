@@ -7,12 +7,12 @@ from pathlib import Path
 from storage.paths import (
     base36,
     candidate_project_dirs,
+    config_home,
     djb2_utf16,
     is_session_file,
     project_folder_name,
     subagent_files,
 )
-from storage.paths import config_home
 
 
 def test_folder_names() -> None:

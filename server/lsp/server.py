@@ -9,12 +9,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from server.features.hover import hover_markdown
@@ -52,9 +54,40 @@ def to_plain(value: Any) -> Any:
     return value
 
 
+@dataclass
+class _Undecodable:
+    """A request whose parameters do not fit its method's schema."""
+
+    msg_id: Any
+    method: str
+    jsonrpc: str = "2.0"
+
+
+class SessionProtocol(LanguageServerProtocol):
+    """pygls drops a request whose params fail to decode without answering; we answer it with
+    InvalidParams so the client is never left waiting."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException:
+            if "id" in data and "method" in data:
+                return _Undecodable(data["id"], str(data["method"]))
+            return None
+
+    def handle_message(self, message: Any) -> None:
+        if message is None:
+            return
+        if isinstance(message, _Undecodable):
+            error = JsonRpcInvalidParams(message=f"invalid parameters for {message.method}")
+            self._send_response(message.msg_id, None, error.to_response_error())
+            return
+        super().handle_message(message)
+
+
 class SessionServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("session-lsp", VERSION)
+        super().__init__("session-lsp", VERSION, protocol_cls=SessionProtocol)
         self.projects_dir: Path = default_projects_dir()
         self.index: ProjectIndex | None = None
         self.requests: SessionRequests | None = None
@@ -108,13 +141,14 @@ class SessionServer(LanguageServer):
         for d in self.index.diagnostics(path):
             related = [
                 lsp.DiagnosticRelatedInformation(
-                    location=lsp.Location(uri=from_fs_path(str(rp)) or "", range=_line_range(rl)), message=rm
+                    location=lsp.Location(uri=from_fs_path(str(r.path)) or "", range=_line_range(r.line)),
+                    message=r.message,
                 )
-                for rp, rl, rm in d.related
+                for r in d.related
             ]
             out.append(
                 lsp.Diagnostic(
-                    range=_line_range(d.line, getattr(d, "start_char", 0) or 0, getattr(d, "end_char", None)),
+                    range=_line_range(d.line, d.start_char or 0, d.end_char),
                     message=d.message,
                     severity=SEVERITY.get(d.severity, lsp.DiagnosticSeverity.Information),
                     code=d.code,
@@ -137,7 +171,7 @@ class SessionServer(LanguageServer):
         with self._lock:
             for p in set(change.changed) | set(change.removed):
                 self._views.pop(p, None)
-        self.publish(set(change.changed))
+        self.publish(set(change.changed) | set(change.diagnostics))
         for p in change.removed:
             uri = from_fs_path(str(p))
             if uri in self.workspace.text_documents:
@@ -206,11 +240,6 @@ def _initial_scan(ls: SessionServer) -> None:
         have_progress = True
     except Exception:  # the client may not support server-initiated progress
         have_progress = False
-    if ls.watch_enabled and ls.projects_dir.is_dir():
-        from server.index.watcher import IndexWatcher
-
-        ls.watcher = IndexWatcher(ls.index, ls.on_index_change, polling=ls.polling)
-        ls.watcher.start()
 
     def progress(done: int, total: int) -> None:
         if have_progress and total and (done % 50 == 0 or done == total):
@@ -219,7 +248,13 @@ def _initial_scan(ls: SessionServer) -> None:
             )
 
     try:
-        if ls.projects_dir.is_dir():
+        if ls.watch_enabled and ls.projects_dir.is_dir():
+            from server.index.watcher import IndexWatcher
+
+            watcher = IndexWatcher(ls.index, ls.on_index_change, polling=ls.polling)
+            watcher.start(scan=True, progress=progress)  # observes first, then scans
+            ls.watcher = watcher
+        elif ls.projects_dir.is_dir():
             ls.index.scan(progress)
     finally:
         ls.ready.set()
@@ -232,7 +267,10 @@ def _initial_scan(ls: SessionServer) -> None:
 @server.feature(lsp.SHUTDOWN)
 def shutdown(ls: SessionServer, params: Any) -> None:
     if ls.watcher is not None:
-        ls.watcher.stop()
+        try:
+            ls.watcher.stop()
+        except RuntimeError:  # stopped before it was fully started
+            log.debug("watcher stop during start-up", exc_info=True)
 
 
 # -- documents -------------------------------------------------------------------------------
@@ -458,21 +496,107 @@ def sessions_fork(ls: SessionServer, params: Any) -> dict[str, Any]:
     return result
 
 
-@server.feature(
-    lsp.WORKSPACE_EXECUTE_COMMAND, lsp.ExecuteCommandOptions(commands=list(CUSTOM_REQUESTS))
-)
-def workspace_execute_command(ls: SessionServer, params: lsp.ExecuteCommandParams) -> Any:
-    handlers = {
-        "sessions/list": sessions_list,
-        "sessions/tree": sessions_tree,
-        "sessions/chain": sessions_chain,
-        "sessions/resume": sessions_resume,
-        "sessions/fork": sessions_fork,
-    }
-    handler = handlers.get(params.command)
-    if handler is None:
-        if params.command == "sessions/runTurn" and "sessions/runTurn" in ls.protocol.fm.features:
-            return ls.protocol.fm.features["sessions/runTurn"](to_plain((params.arguments or [{}])[0]))
-        raise JsonRpcInvalidParams(message=f"unknown command {params.command!r}")
-    args = params.arguments or [{}]
-    return handler(ls, args[0])
+def _progress_message(event: dict[str, Any]) -> str | None:
+    kind = event.get("kind")
+    if kind == "text":
+        return str(event.get("text", ""))
+    if kind == "tool_call":
+        return f"\n[tool {event.get('name')} {event.get('id')}]\n"
+    if kind == "tool_result":
+        err = " error" if event.get("isError") else ""
+        return f"[result{err} {event.get('id')}]\n"
+    if kind == "retry":
+        return f"\n[retrying: {event.get('error')}]\n"
+    return None
+
+
+@server.feature("sessions/runTurn")
+async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
+    """Run one agent turn in a worker thread; progress streams the reply; $/cancelRequest stops it
+    cleanly (the turn records the interruption before the request ends)."""
+    import asyncio
+
+    from server.agent.cancel import CancelToken
+    from server.agent.loop import run_turn
+    from server.agent.providers.base import ProviderError
+    from server.agent.request import TurnRequest
+    from storage.lookup import SessionNotFound
+
+    plain = to_plain(params)
+    if isinstance(plain, list) and len(plain) == 1:
+        plain = plain[0]
+    if not isinstance(plain, dict):
+        raise JsonRpcInvalidParams(message="parameters must be an object")
+    try:
+        if plain.get("sessionId") is None and plain.get("mode") is None and ls.requests and ls.requests.current_session:
+            plain = {**plain, "sessionId": ls.requests.current_session}
+        request = TurnRequest.from_json(plain)
+    except (ValueError, TypeError) as exc:
+        raise JsonRpcInvalidParams(message=str(exc)) from exc
+    if request.projects_dir is None:
+        request.projects_dir = ls.projects_dir
+    token = CancelToken()
+    work_token = plain.get("workDoneToken")
+    loop = asyncio.get_running_loop()
+    if work_token is not None:
+        ls.work_done_progress.begin(work_token, lsp.WorkDoneProgressBegin(title="Agent turn", cancellable=True))
+
+    def report(event: dict[str, Any]) -> None:
+        message = _progress_message(event)
+        if work_token is not None and message:
+            ls.work_done_progress.report(work_token, lsp.WorkDoneProgressReport(message=message))
+
+    def on_event(event: Any) -> None:
+        loop.call_soon_threadsafe(report, event.to_json())
+
+    future = loop.run_in_executor(None, lambda: run_turn(request, on_event=on_event, cancel=token))
+    try:
+        try:
+            result = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            token.cancel()
+            await future  # let the turn record its interruption before answering
+            raise
+    except (ValueError, SessionNotFound) as exc:
+        raise JsonRpcInvalidParams(message=str(exc)) from exc
+    except ProviderError as exc:
+        from pygls.exceptions import JsonRpcInternalError
+
+        raise JsonRpcInternalError(message=f"model provider error ({exc.kind}): {exc}") from exc
+    finally:
+        if work_token is not None:
+            ls.work_done_progress.end(work_token, lsp.WorkDoneProgressEnd(message="done"))
+    out = result.to_json()
+    if ls.index is not None and out.get("path"):
+        ls.on_index_change(ls.index.update_file(Path(out["path"])))
+    return out
+
+
+_REQUEST_HANDLERS: dict[str, Callable[[SessionServer, Any], Any]] = {
+    "sessions/list": sessions_list,
+    "sessions/tree": sessions_tree,
+    "sessions/chain": sessions_chain,
+    "sessions/resume": sessions_resume,
+    "sessions/fork": sessions_fork,
+}
+
+
+def _register_command(name: str) -> None:
+    """Each custom request is also a `workspace/executeCommand` command taking one object."""
+    if name == "sessions/runTurn":
+
+        async def run_command(ls: SessionServer, *args: Any) -> Any:
+            return await sessions_run_turn(ls, args[0] if args else {})
+
+        server.command(name)(run_command)
+        return
+    handler = _REQUEST_HANDLERS[name]
+
+    def command(ls: SessionServer, *args: Any) -> Any:
+        return handler(ls, args[0] if args else {})
+
+    server.command(name)(command)
+
+
+for _name in CUSTOM_REQUESTS:
+    _register_command(_name)
