@@ -74,8 +74,10 @@ def main() -> None:
     files = [f for d in iter_project_dirs(projects) for f in iter_session_files(d)]
     total = sum(f.stat().st_size for f in files)
     sizes = sorted(f.stat().st_size for f in files)
-    print(f"{len(files)} session files, {total / 2**20:.1f} MiB; median {sizes[len(sizes) // 2] / 1024:.0f} KiB, "
-          f"p90 {sizes[int(len(sizes) * 0.9)] / 1024:.0f} KiB, p99 {sizes[int(len(sizes) * 0.99)] / 1024:.0f} KiB")
+    print(
+        f"{len(files)} session files, {total / 2**20:.1f} MiB; median {sizes[len(sizes) // 2] / 1024:.0f} KiB, "
+        f"p90 {sizes[int(len(sizes) * 0.9)] / 1024:.0f} KiB, p99 {sizes[int(len(sizes) * 0.99)] / 1024:.0f} KiB"
+    )
     bare_parse(files)  # warm the page cache
     t_parse, rows = timed(lambda: bare_parse(files), args.repeat)
     cache = root / "cache"

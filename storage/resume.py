@@ -35,11 +35,16 @@ class Resumed:
         }
 
 
-def resume(path: Path | str, leaf_uuid: str | None = None) -> Resumed:
-    """Load `path` and rebuild the conversation the CLI would resume."""
+def resume(
+    path: Path | str, leaf_uuid: str | None = None, *, bare: bool = False, effort_statement: bool = False
+) -> Resumed:
+    """Load `path` and rebuild the conversation the CLI would send on resume, as a normal
+    `claude --resume` does (attachments included); `bare` as `claude --bare --resume` does;
+    `effort_statement` adds the empty system message that carries the request's effort, so the
+    messages are exactly the request's (what `chain --json` prints)."""
     p = Path(path)
     t = Transcript.load(p)
     if not any(r.is_chain_row for r in t.rows):
         raise NotATranscript(f"{p}: no conversation rows (not a Claude Code transcript?)")
     chain = build_chain(t, leaf_uuid)
-    return Resumed(t, chain, api_messages(p, chain))
+    return Resumed(t, chain, api_messages(p, chain, bare=bare, effort_statement=effort_statement))

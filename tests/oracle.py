@@ -27,12 +27,6 @@ def oracle_requests(path: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-def without_effort_carriers(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A request's messages less its empty system messages: the CLI drops empty system messages
-    from a request unless they carry `output_config` (the effort statement)."""
-    return [m for m in messages if not (m.get("role") == "system" and not m.get("content"))]
-
-
 def _block_key(block: dict[str, Any], role: str) -> tuple[str, str]:
     btype = block.get("type", "")
     if btype == "text":
@@ -49,9 +43,7 @@ def differences(
     ours: list[dict[str, Any]], oracle: list[dict[str, Any]], *, system_content: bool = True
 ) -> list[str]:
     """Roles, block kinds, prompt and reply texts, tool call and result ids. Scrubbed reminders in
-    the oracle match any text block; system messages compare by emptiness only. The oracle's empty
-    system messages (carriers of the request's effort, which our form leaves out) are dropped."""
-    oracle = without_effort_carriers(oracle)
+    the oracle match any text block; system messages compare by emptiness only."""
     diffs: list[str] = []
     if len(ours) != len(oracle):
         diffs.append(f"message count {len(ours)} != oracle {len(oracle)}")

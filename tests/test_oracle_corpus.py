@@ -24,7 +24,7 @@ def test_every_session_has_an_oracle() -> None:
 
 @pytest.mark.parametrize("path", SESSIONS, ids=lambda p: p.stem[:8])
 def test_chain_matches_oracle(path: Path) -> None:
-    resumed = resume(path)
+    resumed = resume(path, effort_statement=True)
     ours = resumed.messages
     # The ORACLE request is the file's final chain less its last reply.
     assert ours[-1]["role"] == "assistant"
@@ -48,7 +48,7 @@ def test_chain_command_json(path: Path) -> None:
 
 
 def test_parallel_results_recovered() -> None:
-    resumed = resume(CORPUS / "projects/-Users-me-shop/11111111-1111-4111-8111-111111111111.jsonl")
+    resumed = resume(CORPUS / "projects/-Users-me-shop/11111111-1111-4111-8111-111111111111.jsonl", effort_statement=True)
     # result of the first parallel call hangs off a row that is not on the parent walk
     assert "1aaa446d-0ec9-4fd6-a45d-c9d2df2c63a2" in resumed.chain.uuids or any(
         r.uuid.startswith("1aaa446d") for r in resumed.chain.recovered
@@ -70,7 +70,7 @@ def test_compaction_stops_at_boundary_and_relinks_preserved() -> None:
 
 
 def test_fork_session_shares_uuids_with_source() -> None:
-    src = resume(CORPUS / "projects/-Users-me-shop/11111111-1111-4111-8111-111111111111.jsonl")
+    src = resume(CORPUS / "projects/-Users-me-shop/11111111-1111-4111-8111-111111111111.jsonl", effort_statement=True)
     fork = resume(CORPUS / "projects/-Users-me-shop/d864acd2-d28b-43ce-b430-2208a10860fe.jsonl")
     shared = set(src.chain.uuids) & set(fork.chain.uuids)
     assert len(shared) >= 23

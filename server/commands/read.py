@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--continue", dest="cont", action="store_true", help="the latest session of --cwd")
     p.add_argument("--cwd", default=None, help="working directory (default: the current one)")
     add_projects_dir(p)
+    p.add_argument("--bare", action="store_true", help="as `claude --bare --resume` sends it (no attachments)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_chain)
 
@@ -102,9 +103,9 @@ def _resolve(args: argparse.Namespace) -> Path:
     return resolve_session(root, args.session, args.cwd)
 
 
-def load_resumed(path: Path) -> Resumed:
+def load_resumed(path: Path, *, bare: bool = False) -> Resumed:
     try:
-        return resume(path)
+        return resume(path, bare=bare, effort_statement=True)
     except NotATranscript as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:
@@ -116,7 +117,7 @@ def cmd_chain(args: argparse.Namespace) -> int:
         path = _resolve(args)
     except SessionNotFound as exc:
         raise CommandError(str(exc)) from exc
-    resumed = load_resumed(path)
+    resumed = load_resumed(path, bare=args.bare)
     if args.json:
         print_json(resumed.to_json())
         return 0

@@ -91,8 +91,11 @@ class SessionRequests:
 
     def chain(self, params: dict[str, Any]) -> dict[str, Any]:
         path = self.session_path(params)
+        bare = params.get("bare", False)
+        if not isinstance(bare, bool):
+            raise InvalidRequest("parameter 'bare' must be true or false")
         try:
-            return resume(path).to_json()
+            return resume(path, bare=bare, effort_statement=True).to_json()
         except NotATranscript as exc:
             raise InvalidRequest(str(exc)) from exc
 
