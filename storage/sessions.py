@@ -25,6 +25,7 @@ from storage.paths import (
 
 WINDOW = 64 * 1024
 BRANCH_RE = re.compile(rb'"gitBranch":"((?:[^"\\]|\\.)*)"')
+FIRST_TS_RE = re.compile(rb'"timestamp"\s*:\s*"([0-9T:.Z+-]{10,40})"')
 METADATA_MARKERS = (b'{"type":"', b'{"type": "')
 TITLE_TYPES = frozenset({b"custom-title", b"ai-title", b"last-prompt", b"tag", b"summary"})
 TITLE_MAX = 200
@@ -56,6 +57,10 @@ class SessionInfo:
     git_branch: str | None = None
     forked_from: dict[str, str] | None = None
     sidechain_start: bool = False
+    first_uuid: str | None = None
+    started: str = ""
+    """The file's first timestamp of any row (a fork's file starts when the forking process did)."""
+    """The first chain row's uuid: a `--fork-session` copy starts with its source's rows."""
     subagents: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -189,6 +194,8 @@ def read_session_info(
     whole = tail is None
     summaries: dict[str, str] = {}
     first_chain_seen = False
+    m = FIRST_TS_RE.search(head)
+    info.started = m.group(1).decode("ascii", "replace") if m else ""
     for line in _lines(head, whole):
         m = TYPE_AT_START.match(line)
         if m is not None and m.group(1) not in CHAIN_TYPES:
@@ -200,6 +207,8 @@ def read_session_info(
             continue
         if info.created is None and isinstance(entry.get("timestamp"), str) and "uuid" in entry:
             info.created = entry["timestamp"]
+        if info.first_uuid is None and isinstance(entry.get("uuid"), str):
+            info.first_uuid = entry["uuid"]
         if info.cwd is None and isinstance(entry.get("cwd"), str):
             info.cwd = entry["cwd"]
         if info.git_branch is None and isinstance(entry.get("gitBranch"), str):
@@ -211,7 +220,7 @@ def read_session_info(
             info.forked_from = entry["forkedFrom"]
         if info.first_prompt is None:
             info.first_prompt = real_prompt(entry)
-        if first_chain_seen and None not in (info.first_prompt, info.created, info.cwd):
+        if first_chain_seen and None not in (info.first_prompt, info.created, info.cwd, info.first_uuid):
             break
     for window in (head,) if tail is None else (head, tail):
         for line in _metadata_lines(window):
@@ -285,8 +294,26 @@ def list_sessions(
                 continue
     if counts is not None:
         counts.save()
+    link_session_forks(out)
     out.sort(key=lambda s: s.modified_ts, reverse=True)
     return out
+
+
+def link_session_forks(sessions: list[SessionInfo]) -> None:
+    """`--fork-session` copies carry no `forkedFrom`: a session that starts with the same row as an
+    older session of its project folder is marked as forked from the oldest such session."""
+    groups: dict[tuple[Path, str], list[SessionInfo]] = {}
+    for s in sessions:
+        if s.first_uuid:
+            groups.setdefault((s.project_dir, s.first_uuid), []).append(s)
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda s: (s.created or "", s.started, s.modified_ts))
+        source = group[0]
+        for s in group[1:]:
+            if s.forked_from is None:
+                s.forked_from = {"sessionId": source.session_id, "messageUuid": None}
 
 
 def file_mtime(path: Path) -> float:

@@ -97,3 +97,23 @@ def test_list_json_and_errors(corpus_projects: Path) -> None:
     notes.write_text('{"hello": 1}\n')
     bad = subprocess.run([sys.executable, "-m", "server.cli", "chain", str(notes)], capture_output=True, text=True)
     assert bad.returncode == 2 and "not a Claude Code transcript" in bad.stderr
+
+
+def test_fork_session_copies_are_linked_to_their_source(corpus_projects: Path, tmp_path: Path) -> None:
+    import shutil as _sh
+
+    from server.features.requests import SessionRequests
+    from server.index import ProjectIndex
+
+    by_id = {s.session_id: s for s in list_sessions(corpus_projects)}
+    assert by_id["d864acd2-d28b-43ce-b430-2208a10860fe"].forked_from == {
+        "sessionId": "11111111-1111-4111-8111-111111111111", "messageUuid": None}
+    assert by_id["11111111-1111-4111-8111-111111111111"].forked_from is None
+    # a fork made after a compaction starts at the boundary: the index finds its source
+    gen = tmp_path / "gen"
+    _sh.copytree(Path(__file__).parent / "corpus" / "generated" / "projects", gen)
+    idx = ProjectIndex(gen)
+    idx.scan()
+    listed = SessionRequests(gen, find_uuid=idx.find_uuid).list({})["sessions"]
+    forks = {s["sessionId"]: s["forkedFrom"] for s in listed if s["forkedFrom"]}
+    assert list(forks.values()) == [{"sessionId": "11111111-1111-4111-8111-111111111111", "messageUuid": None}]

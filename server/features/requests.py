@@ -14,7 +14,7 @@ from server.features.tree import TreeView
 from storage.lookup import SessionNotFound, find_by_id
 from storage.paths import UUID_RE, candidate_project_dirs, resolve_cwd
 from storage.resume import NotATranscript, resume
-from storage.sessions import list_sessions
+from storage.sessions import SessionInfo, list_sessions
 from storage.transcript import Transcript
 
 
@@ -36,10 +36,33 @@ def _str_param(params: dict[str, Any], name: str, *, required: bool = True) -> s
 class SessionRequests:
     """Answers the custom requests over one projects folder."""
 
-    def __init__(self, projects_dir: Path, transcript_of: Callable[[Path], Transcript] | None = None) -> None:
+    def __init__(
+        self,
+        projects_dir: Path,
+        transcript_of: Callable[[Path], Transcript] | None = None,
+        find_uuid: Callable[[str], list[tuple[Path, Any]]] | None = None,
+    ) -> None:
         self.projects_dir = projects_dir
         self.current_session: str | None = None
         self._transcript_of = transcript_of or Transcript.load
+        self._find_uuid = find_uuid
+
+    def _link_forks(self, sessions: list[SessionInfo]) -> None:
+        """With the index at hand, a `--fork-session` copy made after a compaction (which starts at
+        the boundary, not at its source's first row) is found by where its first row lives."""
+        if self._find_uuid is None:
+            return
+        by_path = {s.path: s for s in sessions}
+        for s in sessions:
+            if s.forked_from is not None or not s.first_uuid:
+                continue
+            sources = [
+                by_path[p] for p, _row in self._find_uuid(s.first_uuid) if p != s.path and p in by_path
+            ]
+            sources = [o for o in sources if (o.started, o.created or "") < (s.started, s.created or "")]
+            if sources:
+                source = min(sources, key=lambda o: (o.started, o.created or ""))
+                s.forked_from = {"sessionId": source.session_id, "messageUuid": None}
 
     # -- lookups -----------------------------------------------------------------------------
     def inside(self, path: Path) -> Path:
@@ -73,7 +96,10 @@ class SessionRequests:
                 raise InvalidRequest(f"projects folder does not exist: {root}")
         cwd = _str_param(params, "cwd", required=False)
         dirs = candidate_project_dirs(root, resolve_cwd(cwd)) if cwd else None
-        return {"sessions": [s.to_json() for s in list_sessions(root, dirs)]}
+        sessions = list_sessions(root, dirs)
+        if root == self.projects_dir:
+            self._link_forks(sessions)
+        return {"sessions": [s.to_json() for s in sessions]}
 
     def tree(self, params: dict[str, Any]) -> dict[str, Any]:
         path = self.session_path(params)

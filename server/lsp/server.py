@@ -100,7 +100,7 @@ class SessionServer(LanguageServer):
     def configure(self, projects_dir: Path) -> None:
         self.projects_dir = projects_dir.expanduser()
         self.index = ProjectIndex(self.projects_dir)
-        self.requests = SessionRequests(self.projects_dir, self.transcript_of)
+        self.requests = SessionRequests(self.projects_dir, self.transcript_of, self.index.find_uuid)
 
     def state_of(self, path: Path) -> Any:
         assert self.index is not None
