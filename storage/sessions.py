@@ -26,7 +26,8 @@ from storage.paths import (
 WINDOW = 64 * 1024
 BRANCH_RE = re.compile(rb'"gitBranch":"((?:[^"\\]|\\.)*)"')
 FIRST_TS_RE = re.compile(rb'"timestamp"\s*:\s*"([0-9T:.Z+-]{10,40})"')
-METADATA_MARKERS = (b'{"type":"', b'{"type": "')
+METADATA_MARKER = b'{"type"'
+"""Metadata rows start with their type (compact or spaced JSON); chain rows with `parentUuid`."""
 TITLE_TYPES = frozenset({b"custom-title", b"ai-title", b"last-prompt", b"tag", b"summary"})
 TITLE_MAX = 200
 TYPE_AT_START = re.compile(rb'\{\s*"type"\s*:\s*"([A-Za-z0-9_-]+)"')
@@ -153,15 +154,12 @@ def _lines(buf: bytes, whole: bool) -> Iterator[bytes]:
 
 def _metadata_lines(buf: bytes) -> Iterator[bytes]:
     """Whole lines of `buf` that are title-bearing metadata rows, found with byte searches."""
-    starts: list[int] = []
-    for marker in METADATA_MARKERS:
-        if buf.startswith(marker):
-            starts.append(0)
-        pos = 0
-        while (at := buf.find(b"\n" + marker, pos)) >= 0:
-            starts.append(at + 1)
-            pos = at + 1
-    for start in sorted(starts):  # file order: the last one wins
+    starts: list[int] = [0] if buf.startswith(METADATA_MARKER) else []
+    pos = 0
+    while (at := buf.find(b"\n" + METADATA_MARKER, pos)) >= 0:
+        starts.append(at + 1)
+        pos = at + 1
+    for start in starts:  # file order: the last one wins
         m = TYPE_AT_START.match(buf, start)
         if m is None or m.group(1) not in TITLE_TYPES:
             continue
