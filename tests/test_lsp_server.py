@@ -12,7 +12,7 @@ import pytest
 import pytest_lsp
 from conftest import CORPUS
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from server.lsp.server import to_plain
@@ -282,3 +282,54 @@ def test_fuzz_random_requests_server_stays_up(projects: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+async def test_run_turn_streams_and_records(client: LanguageClient, projects: Path, tmp_path: Path) -> None:
+    """sessions/runTurn with the scripted test model: a new session in the cwd's project folder,
+    progress streamed, and the turn recorded as the CLI records it."""
+    from storage.paths import project_folder_name
+    from storage.resume import resume
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("hello from notes\n")
+    result = await call(client, "sessions/runTurn", {
+        "prompt": f"READ {work / 'notes.txt'}", "cwd": str(work), "provider": "scripted", "workDoneToken": "turn-1"})
+    assert result["text"].endswith("I read it (1 tool results).")
+    path = Path(result["path"])
+    assert path.parent == projects / project_folder_name(str(work.resolve()))
+    messages = resume(path).messages
+    convo = [m for m in messages if m["role"] != "system"]
+    assert convo[-1] == {"role": "assistant", "content": [{"type": "text", "text": "I read it (1 tool results)."}]}
+    results = [b for m in convo for b in m["content"] if b.get("type") == "tool_result"]
+    assert len(results) == 1 and "hello from notes" in json.dumps(results[0])
+    reports = [r for r in client.progress_reports.get("turn-1", []) if getattr(r, "kind", "") == "report"]
+    assert any("I read it" in (r.message or "") for r in reports)
+    # the session shows up in the list
+    listed = await call(client, "sessions/list", {})
+    assert result["sessionId"] in {s["sessionId"] for s in listed["sessions"]}
+
+
+async def test_run_turn_cancelled_leaves_a_resumable_session(client: LanguageClient, projects: Path, tmp_path: Path) -> None:
+    from storage.resume import resume
+
+    work = tmp_path / "work2"
+    work.mkdir()
+    first = await call(client, "sessions/runTurn", {"prompt": "hello", "cwd": str(work), "provider": "scripted"})
+    fut = asyncio.ensure_future(client.protocol.send_request_async(
+        "sessions/runTurn",
+        {"sessionId": first["sessionId"], "prompt": "SLOW a long reply", "provider": "scripted"},
+        msg_id="slow-turn",
+    ))
+    await asyncio.sleep(1.5)
+    client.protocol.notify("$/cancelRequest", lsp.CancelParams(id="slow-turn"))
+    with pytest.raises(JsonRpcException):  # answered as cancelled
+        await asyncio.wait_for(fut, 30)
+    path = Path(first["path"])
+    text = path.read_text()
+    assert "[Request interrupted by user]" in text
+    r = resume(path)
+    assert r.messages[-1]["role"] == "assistant"
+    # and the next turn continues the same file
+    again = await call(client, "sessions/runTurn", {"sessionId": first["sessionId"], "prompt": "after", "provider": "scripted"})
+    assert again["path"] == first["path"] and again["text"] == "echo: after"
