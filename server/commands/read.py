@@ -168,33 +168,40 @@ def print_conversation(resumed: Resumed, *, indent: str = "") -> None:
 
 
 def cmd_overview(args: argparse.Namespace) -> int:
+    from server.index import ProjectIndex
+
     if args.projects_dir is None and not default_projects_dir().is_dir():
         args.projects_dir = EXAMPLE_PROJECTS
         print(f"(no {default_projects_dir()}: using the bundled example {EXAMPLE_PROJECTS})\n")
     root = projects_dir(args)
     sessions = list_sessions(root)
+    index = ProjectIndex(root)
+    index.scan()
     print(f"{len(sessions)} session(s) under {root}\n")
-    problems = 0
+    shown = 0
     for s in sessions:
         print("=" * 100)
         print(f"{s.title}\n  {s.session_id}  {s.cwd}  {s.message_count} messages, {human_size(s.size)}")
         if s.forked_from:
-            print(f"  forked from {s.forked_from}")
+            print(f"  forked from {s.forked_from.get('sessionId')}")
         for sub in s.subagents:
             print(f"  subagent {sub['agentId']} ({sub.get('agentType')}): {sub['path']}")
         try:
             resumed = resume(s.path)
         except (NotATranscript, OSError) as exc:
             print(f"  cannot resume: {exc}")
-            problems += 1
             continue
         print_conversation(resumed, indent="  ")
-        for line_problem in resumed.transcript.problems:
-            problems += 1
-            print(f"  problem: {s.path}:{line_problem.line + 1}: {line_problem.message}")
-        for child, _parent in resumed.chain.fallbacks:
-            problems += 1
-            print(f"  problem: {s.path}:{child.line + 1}: parent {child.parent} missing; bridged by time")
+        for path in [s.path, *(Path(sub["path"]) for sub in s.subagents)]:
+            for d in index.diagnostics(path):
+                if d.severity in ("error", "warning"):
+                    shown += 1
+                    print(f"  {d.severity}: {path}:{d.line + 1}: [{d.code}] {d.message}")
         print()
-    print(f"{len(sessions)} session(s), {problems} problem(s)")
+    found = index.all_diagnostics()
+    counts = {sev: sum(1 for d in found if d.severity == sev) for sev in ("error", "warning", "information", "hint")}
+    print(
+        f"{len(sessions)} session(s); problems: {counts['error']} error(s), {counts['warning']} warning(s), "
+        f"{counts['information']} information, {counts['hint']} hint(s) (details: session-lsp check)"
+    )
     return 0
