@@ -197,17 +197,23 @@ def _path(uri: str) -> Path:
     return Path(to_fs_path(uri) or uri)
 
 
+def _object_params(params: Any) -> dict[str, Any]:
+    """The request's parameters as a dict (one object, or a list holding one); else InvalidParams."""
+    plain = to_plain(params)
+    if isinstance(plain, list) and len(plain) == 1:
+        plain = plain[0]
+    if plain is None:
+        plain = {}
+    if not isinstance(plain, dict):
+        raise JsonRpcInvalidParams(message="parameters must be an object")
+    return plain
+
+
 def _guard(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """Turn InvalidRequest (and bad param shapes) into JSON-RPC InvalidParams."""
 
     def wrapper(params: Any) -> Any:
-        plain = to_plain(params)
-        if isinstance(plain, list) and len(plain) == 1:
-            plain = plain[0]
-        if plain is None:
-            plain = {}
-        if not isinstance(plain, dict):
-            raise JsonRpcInvalidParams(message="parameters must be an object")
+        plain = _object_params(params)
         try:
             return fn(plain)
         except InvalidRequest as exc:
@@ -522,11 +528,7 @@ async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
     from server.agent.request import TurnRequest
     from storage.lookup import SessionNotFound
 
-    plain = to_plain(params)
-    if isinstance(plain, list) and len(plain) == 1:
-        plain = plain[0]
-    if not isinstance(plain, dict):
-        raise JsonRpcInvalidParams(message="parameters must be an object")
+    plain = _object_params(params)
     try:
         if plain.get("sessionId") is None and plain.get("mode") is None and ls.requests and ls.requests.current_session:
             plain = {**plain, "sessionId": ls.requests.current_session}
