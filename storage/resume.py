@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from storage.apiform import api_messages
+from storage.apiform import api_messages, session_model
 from storage.chain import Chain, build_chain
+from storage.reader import read_entries
 from storage.transcript import Transcript
 
 
@@ -48,3 +49,15 @@ def resume(
         raise NotATranscript(f"{p}: no conversation rows (not a Claude Code transcript?)")
     chain = build_chain(t, leaf_uuid)
     return Resumed(t, chain, api_messages(p, chain, bare=bare, effort_statement=effort_statement))
+
+
+def last_model(path: Path | str) -> str | None:
+    """The model of the last reply on the chain resume would rebuild (the CLI continues with it)."""
+    t = Transcript.load(Path(path))
+    chain = build_chain(t)
+    replies = [r for r in chain.rows if r.type == "assistant"]
+    for row, entry in zip(reversed(replies), reversed(read_entries(t.path, replies))):
+        model = session_model([row], [entry])
+        if model is not None:
+            return model
+    return None

@@ -26,7 +26,7 @@ from server.agent.tools import Tool, ToolContext, make_tools
 from server.agent.tools.base import ToolOutput
 from server.agent.tools.runner import ToolCall, run_calls
 from storage.apiform import NO_RESPONSE
-from storage.resume import resume
+from storage.resume import last_model, resume
 
 EventSink = Callable[[TurnEvent], None]
 PREVIEW = 2000
@@ -52,6 +52,11 @@ def run_turn(
             return chosen.run_turn(request, on_event=emit, cancel=token)  # type: ignore[attr-defined]
         tools = make_tools(request.tools)
         session = open_session(request)
+        if provider is None and request.model is None and getattr(chosen, "name", "") == "anthropic":
+            # as the CLI does, a resumed session goes on with the model that last answered in it
+            last = last_model(session.recorder.path) if session.recorder.path.exists() else None
+            if last and last != chosen.model:
+                chosen = make_provider(request.provider, model=last, env=request.env, base_url=request.base_url)
         return _Turn(request, session, chosen, tools, emit, token).run()
     finally:
         stop_watch()
