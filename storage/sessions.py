@@ -20,11 +20,13 @@ from storage.paths import (
     SubagentFile,
     iter_project_dirs,
     iter_session_files,
+    legacy_agent_files,
     subagent_files,
 )
 
 WINDOW = 64 * 1024
 BRANCH_RE = re.compile(rb'"gitBranch":"((?:[^"\\]|\\.)*)"')
+SESSION_ID_RE = re.compile(rb'"sessionId"\s*:\s*"([0-9a-fA-F-]{36})"')
 FIRST_TS_RE = re.compile(rb'"timestamp"\s*:\s*"([0-9T:.Z+-]{10,40})"')
 METADATA_MARKER = b'{"type"'
 """Metadata rows start with their type (compact or spaced JSON); chain rows with `parentUuid`."""
@@ -285,16 +287,37 @@ def list_sessions(
     out: list[SessionInfo] = []
     counts = CountCache() if count else None
     for d in dirs:
+        in_dir: list[SessionInfo] = []
         for f in iter_session_files(d):
             try:
-                out.append(read_session_info(f, count=count, counts=counts))
+                in_dir.append(read_session_info(f, count=count, counts=counts))
             except OSError:
                 continue
+        attach_legacy_agents(d, in_dir)
+        out.extend(in_dir)
     if counts is not None:
         counts.save()
     link_session_forks(out)
     out.sort(key=lambda s: s.modified_ts, reverse=True)
     return out
+
+
+def attach_legacy_agents(project_dir: Path, sessions: list[SessionInfo]) -> None:
+    """Older CLIs wrote subagents as flat `agent-<id>.jsonl` files beside the sessions; each row
+    names its session. Attach each such file to the session it names."""
+    by_id = {s.session_id: s for s in sessions}
+    for path in legacy_agent_files(project_dir):
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(WINDOW)
+        except OSError:
+            continue
+        m = SESSION_ID_RE.search(head)
+        owner = by_id.get(m.group(1).decode("ascii")) if m else None
+        if owner is not None:
+            agent_id = path.stem[len("agent-"):]
+            owner.subagents.append({"agentId": agent_id, "path": str(path), "agentType": None,
+                                    "description": None, "toolUseId": None})
 
 
 def link_session_forks(sessions: list[SessionInfo]) -> None:

@@ -293,6 +293,7 @@ async def test_run_turn_streams_and_records(client: LanguageClient, projects: Pa
     work = tmp_path / "work"
     work.mkdir()
     (work / "notes.txt").write_text("hello from notes\n")
+    client.progress_reports.setdefault("turn-1", [])  # a client-made work-done token
     result = await call(client, "sessions/runTurn", {
         "prompt": f"READ {work / 'notes.txt'}", "cwd": str(work), "provider": "scripted", "workDoneToken": "turn-1"})
     assert result["text"].endswith("I read it (1 tool results).")

@@ -117,3 +117,14 @@ def test_fork_session_copies_are_linked_to_their_source(corpus_projects: Path, t
     listed = SessionRequests(gen, find_uuid=idx.find_uuid).list({})["sessions"]
     forks = {s["sessionId"]: s["forkedFrom"] for s in listed if s["forkedFrom"]}
     assert list(forks.values()) == [{"sessionId": "11111111-1111-4111-8111-111111111111", "messageUuid": None}]
+
+
+def test_legacy_flat_agent_files_are_listed_with_their_session(corpus_projects: Path) -> None:
+    folder = corpus_projects / "-Users-me-other"
+    sid = "1c99f271-c426-49f7-9ae1-2b8728ab22c4"
+    (folder / "agent-1a2b3c4d.jsonl").write_text(json.dumps(
+        {"parentUuid": None, "isSidechain": True, "type": "user", "uuid": "x1", "sessionId": sid,
+         "agentId": "1a2b3c4d", "message": {"role": "user", "content": "sub task"}}) + "\n")
+    info = next(s for s in list_sessions(corpus_projects) if s.session_id == sid)
+    assert [a["agentId"] for a in info.subagents] == ["1a2b3c4d"]
+    assert len(list_sessions(corpus_projects)) == 4  # not a session of its own
