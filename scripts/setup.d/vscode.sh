@@ -17,7 +17,7 @@ CS_VERSION="${CODE_SERVER_VERSION:-4.139.1}"
 CS_DIR="$CACHE/code-server"
 CS_PKG="$CS_DIR/node_modules/code-server"
 APT_PACKAGES=(chromium build-essential pkg-config python3 libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev
-  fonts-dejavu-core fonts-liberation ca-certificates git)
+  fonts-dejavu-core fonts-liberation fonts-wqy-microhei ca-certificates git)
 
 log() { echo "vscode setup: $*" >&2; }
 give_up() {
