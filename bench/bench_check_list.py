@@ -19,7 +19,7 @@ from pathlib import Path
 
 import orjson
 
-from bench.make_projects import make_projects
+from bench.make_projects import add_folder_arguments, projects_for
 from server.index import ProjectIndex
 from server.index.parallel import check_folder
 from server.index.watcher import IndexWatcher
@@ -126,15 +126,10 @@ def append_latency(projects: Path, samples: int = 20) -> tuple[float, float, flo
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--mb", type=int, default=300)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--dir", type=Path, default=Path("/tmp/slsp-bench"))
+    add_folder_arguments(p)
     p.add_argument("--runs", type=int, default=3)
     args = p.parse_args()
-    root = args.dir / f"mb{args.mb}-seed{args.seed}"
-    projects = root / "projects"
-    if not projects.is_dir():
-        make_projects(root, args.mb, args.seed)
+    projects = projects_for(args)
     files = transcript_files(projects)
     total = sum(f.stat().st_size for f in files)
     print(f"{projects}: {len(files)} transcript files, {total / 2**20:.0f} MiB")

@@ -20,7 +20,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.make_projects import make_projects  # noqa: E402
+from bench.make_projects import add_folder_arguments, projects_for  # noqa: E402
 from storage.paths import iter_project_dirs, iter_session_files  # noqa: E402
 from storage.resume import resume  # noqa: E402
 from storage.sessions import list_sessions  # noqa: E402
@@ -60,17 +60,11 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--mb", type=int, default=300)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--dir", type=Path, default=Path("/tmp/slsp-bench"))
+    add_folder_arguments(ap)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    root = args.dir / f"read-{args.mb}mb-{args.seed}"
-    projects = root / "projects"
-    if not projects.is_dir():
-        t0 = time.perf_counter()
-        make_projects(root, args.mb, args.seed)
-        print(f"generated {projects} in {time.perf_counter() - t0:.1f} s")
+    projects = projects_for(args)
+    root = projects.parent
     files = [f for d in iter_project_dirs(projects) for f in iter_session_files(d)]
     total = sum(f.stat().st_size for f in files)
     sizes = sorted(f.stat().st_size for f in files)

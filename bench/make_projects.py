@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -350,3 +351,21 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def add_folder_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every benchmark takes to choose (and make once) its projects folder."""
+    parser.add_argument("--mb", type=int, default=300, help="size of the generated folder")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/slsp-bench"), help="where generated folders live")
+
+
+def projects_for(args: argparse.Namespace) -> Path:
+    """`<dir>/mb<N>-seed<S>/projects`, generated on first use and reused after."""
+    root = args.dir / f"mb{args.mb}-seed{args.seed}"
+    projects = root / "projects"
+    if not projects.is_dir():
+        t0 = time.perf_counter()
+        make_projects(root, args.mb, args.seed)
+        print(f"generated {projects} in {time.perf_counter() - t0:.1f} s")
+    return projects
