@@ -1,25 +1,21 @@
 """Opening the session a turn writes to: a new one, a resumed one, the latest (`--continue`) or
-a fork; with the conversation the CLI would send for it (the API form from `storage`)."""
+a fork. Each request of the turn reads the conversation from the file (`storage.resume`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from server.agent.request import TurnRequest
 from storage.fork import fork_session
 from storage.lookup import SessionNotFound, find_by_id, find_continue, resolve_session
 from storage.paths import UUID_RE, candidate_project_dirs, default_projects_dir, resolve_cwd
 from storage.recorder import SessionRecorder
-from storage.resume import resume
 
 
 @dataclass
 class OpenSession:
     recorder: SessionRecorder
-    history: list[dict[str, Any]]
-    """The API form of the resumed chain ([] for a new session)."""
     cwd: Path
     resumed: bool
     forked_from: str | None = None
@@ -47,7 +43,7 @@ def open_session(request: TurnRequest, *, fsync: bool = False) -> OpenSession:
         if not Path(real).is_dir():
             raise SessionNotFound(f"working directory does not exist: {real}")
         rec = SessionRecorder.create(projects, real, fsync=fsync, config_dir=projects.parent)
-        return OpenSession(rec, [], Path(real), resumed=False)
+        return OpenSession(rec, Path(real), resumed=False)
     if mode == "continue":
         path = find_continue(projects, resolve_cwd(cwd or "."))
     elif not request.session:
@@ -58,7 +54,6 @@ def open_session(request: TurnRequest, *, fsync: bool = False) -> OpenSession:
     if mode == "fork":
         forked_from = path.stem
         _, path = fork_session(path, fsync=fsync)
-    history = resume(path).messages
     rec = SessionRecorder.adopt(path, fsync=fsync, config_dir=projects.parent)
     work = Path(resolve_cwd(cwd)) if cwd else Path(rec.cwd)
-    return OpenSession(rec, history, work, resumed=True, forked_from=forked_from)
+    return OpenSession(rec, work, resumed=True, forked_from=forked_from)
