@@ -12,6 +12,13 @@ Lookup = Callable[[str], list[tuple[Path, int]]]
 """uuid -> (file, 0-based line) of every row with that uuid."""
 SessionLookup = Callable[[str], Path | None]
 
+LINK_RULES: dict[str, tuple[str, str, str, str]] = {
+    "parent": ("parentUuid", "cross-file-parent", "parent", "dangling-parent"),
+    "logical-parent": ("logicalParentUuid", "cross-file-parent", "logical parent", "dangling-logical-parent"),
+    "leaf": ("leafUuid", "cross-file-leaf", "leaf", "dangling-leaf"),
+}
+"""Pending kind -> (key, code when found in another file, what the target is, code when found nowhere)."""
+
 
 def resolve(pending: list[Pending], lookup: Lookup, session_file: SessionLookup) -> list[Diagnostic]:
     """Diagnostics for links a session could not resolve itself (found elsewhere, or nowhere)."""
@@ -20,38 +27,16 @@ def resolve(pending: list[Pending], lookup: Lookup, session_file: SessionLookup)
         if p.kind == "fork":
             out.extend(_fork(p, lookup, session_file))
             continue
+        rule = LINK_RULES.get(p.kind)
+        if rule is None:
+            continue
+        key, cross_code, what, dangling_code = rule
         found = [(path, line) for path, line in lookup(p.target) if path != p.path]
-        if p.kind == "parent":
-            if found:
-                out.append(_cross(p, found, "parentUuid", "cross-file-parent", "parent"))
-            else:
-                out.append(
-                    Diagnostic(
-                        p.path, p.line, "dangling-parent", f"parentUuid {p.target} is in no file", key="parentUuid"
-                    )
-                )
-        elif p.kind == "logical-parent":
-            if found:
-                out.append(_cross(p, found, "logicalParentUuid", "cross-file-parent", "logical parent"))
-            else:
-                out.append(
-                    Diagnostic(
-                        p.path,
-                        p.line,
-                        "dangling-logical-parent",
-                        f"logicalParentUuid {p.target} is in no file",
-                        key="logicalParentUuid",
-                    )
-                )
-        elif p.kind == "leaf":
-            if found:
-                out.append(_cross(p, found, "leafUuid", "cross-file-leaf", "leaf"))
-            else:
-                out.append(
-                    Diagnostic(
-                        p.path, p.line, "dangling-leaf", f"{p.extra} leafUuid {p.target} is in no file", key="leafUuid"
-                    )
-                )
+        if found:
+            out.append(_cross(p, found, key, cross_code, what))
+        else:
+            prefix = f"{p.extra} " if p.kind == "leaf" else ""
+            out.append(Diagnostic(p.path, p.line, dangling_code, f"{prefix}{key} {p.target} is in no file", key=key))
     return out
 
 
