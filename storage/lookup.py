@@ -7,7 +7,6 @@ from pathlib import Path
 from storage.paths import (
     UUID_RE,
     candidate_project_dirs,
-    is_session_file,
     iter_project_dirs,
     iter_session_files,
     resolve_cwd,
@@ -75,4 +74,4 @@ def resolve_session(projects_dir: Path, ref: str, cwd: str | None = None) -> Pat
     return find_by_title(projects_dir, ref, cwd)
 
 
-__all__ = ["SessionNotFound", "find_by_id", "find_by_title", "find_continue", "is_session_file", "resolve_session"]
+__all__ = ["SessionNotFound", "find_by_id", "find_by_title", "find_continue", "resolve_session"]
