@@ -6,7 +6,8 @@ import argparse
 import importlib
 import sys
 
-from server.commands.common import CommandError, fail
+from server.commands.common import exit_status, fail
+from storage.errors import SessionLspError
 
 COMMAND_MODULES = (
     "server.commands.read",
@@ -38,12 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except CommandError as exc:
-        fail(str(exc))
+    except SessionLspError as exc:
+        fail(str(exc), exit_status(exc))
     except BrokenPipeError:
         return 0
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:
+        return exit_status(exc)
 
 
 if __name__ == "__main__":

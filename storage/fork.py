@@ -12,20 +12,19 @@ The source file is only read. The new file is written in one locked append, mode
 
 from __future__ import annotations
 
+import os
 import uuid as uuidlib
 from pathlib import Path
 from typing import Any
 
+from storage.access import resolve_target
 from storage.chain import build_chain
+from storage.errors import ForkError, InUse
 from storage.jsonline import dump_line
 from storage.reader import read_entries
 from storage.rows import Row
 from storage.transcript import Transcript
 from storage.writequeue import append_lines
-
-
-class ForkError(Exception):
-    """The source cannot be forked as asked (no conversation, unknown message...)."""
 
 
 def _remap_compact(meta: Any, ids: dict[str, str]) -> Any:
@@ -75,10 +74,11 @@ def fork_entries(rows: list[Row], bodies: list[dict[str, Any]], new_sid: str, *,
     return out
 
 
-def fork_session(source: Path, *, at_uuid: str | None = None, title: str | None = None,
+def fork_session(source: Path, projects_dir: Path, *, at_uuid: str | None = None, title: str | None = None,
                  session_id: str | None = None, fsync: bool = False) -> tuple[str, Path]:
-    """Fork `source` into `<its folder>/<new id>.jsonl`; returns (new session id, path)."""
-    source = Path(source)
+    """Fork `source` (a session file of `projects_dir`) into `<its folder>/<new id>.jsonl`; returns
+    (new session id, path). Both are decided by `storage.access.resolve_target`."""
+    source = resolve_target(projects_dir, path=source, access="read")
     t = Transcript.load(source)
     if at_uuid is not None:
         row = t.nodes.get(at_uuid)
@@ -92,9 +92,9 @@ def fork_session(source: Path, *, at_uuid: str | None = None, title: str | None 
         raise ForkError(f"{source}: no conversation to fork")
     source_sid = t.session_id or source.stem
     new_sid = session_id or str(uuidlib.uuid4())
-    target = source.parent / f"{new_sid}.jsonl"
-    if target.exists():
-        raise FileExistsError(f"Session ID {new_sid} is already in use.")
+    if os.path.lexists(source.parent / f"{new_sid}.jsonl"):
+        raise InUse(f"Session ID {new_sid} is already in use.")
+    target = resolve_target(projects_dir, path=source.parent / f"{new_sid}.jsonl", access="create")
     prompts = [r for r in t.rows if r.type == "last-prompt"][-1:]
     bodies = read_entries(source, rows + prompts)
     entries = fork_entries(rows, bodies[: len(rows)], new_sid, source_sid=source_sid, fresh=at_uuid is not None)

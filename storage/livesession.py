@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from storage.errors import InUse
 from storage.locking import FILE_MODE, make_private_dirs
 from storage.paths import config_home
 
@@ -39,16 +40,17 @@ OUR_KIND = "bg"
 _MARK_LOCK = threading.Lock()
 
 
-class SessionInUse(Exception):
+class SessionInUse(InUse):
     """Another live process (the real CLI or another writer of ours) is running this session."""
 
     def __init__(self, session_id: str, holder: LiveRecord) -> None:
         self.session_id = session_id
-        self.holder = holder
+        self.record = holder
         who = holder.entrypoint or "claude"
         super().__init__(
             f"Session ID {session_id} is already in use by a running {who} process "
-            f"(pid {holder.pid}, kind {holder.kind or '?'}, record {holder.path})"
+            f"(pid {holder.pid}, kind {holder.kind or '?'}, record {holder.path})",
+            {"pid": holder.pid, "kind": holder.kind, "entrypoint": holder.entrypoint, "record": str(holder.path)},
         )
 
 

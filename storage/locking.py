@@ -19,8 +19,9 @@ DIR_MODE = 0o700
 
 @contextmanager
 def locked_append_fd(path: os.PathLike[str] | str) -> Iterator[int]:
-    """An `O_APPEND` descriptor on `path` (created 0600), exclusively `flock`ed while open."""
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    """An `O_APPEND` descriptor on `path` (created 0600), exclusively `flock`ed while open. `path` is
+    a decided real path (`storage.access`): a symlink put in its place is refused (`O_NOFOLLOW`)."""
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield fd

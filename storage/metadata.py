@@ -9,8 +9,10 @@ from typing import Any
 
 import orjson
 
+from storage.admission import admit
+from storage.errors import NotFound
 from storage.jsonline import dump_line
-from storage.livesession import ensure_free
+from storage.livesession import config_dir_of
 from storage.locking import FILE_MODE, make_private_dirs
 from storage.writequeue import TornTail, append_lines
 
@@ -29,12 +31,14 @@ def write_private_json(path: Path, value: Any) -> None:
 
 def append_metadata(path: Path, entry: dict[str, Any], *, config_dir: Path | None = None,
                     fsync: bool = False) -> TornTail | None:
-    """Append one metadata row to an existing session file, unless a live process runs it."""
+    """Append one metadata row to a session file decided by `storage.access.resolve_target`,
+    unless another writer holds it (`storage.admission`)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no session file {path}")
-    ensure_free(path.stem, config_dir if config_dir is not None else path.parent.parent.parent)
-    return append_lines(path, dump_line({**entry, "sessionId": path.stem}), fsync=fsync)
+        raise NotFound(f"no session file {path}")
+    config = config_dir if config_dir is not None else config_dir_of(path.parent.parent)
+    with admit(path.stem, config_dir=config, register=False):
+        return append_lines(path, dump_line({**entry, "sessionId": path.stem}), fsync=fsync)
 
 
 def rename_session(path: Path, title: str, **kw: Any) -> TornTail | None:

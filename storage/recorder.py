@@ -17,9 +17,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from storage.access import new_session_path
+from storage.admission import Admission, admit
 from storage.chain import build_chain
+from storage.errors import InUse
 from storage.jsonline import dump_line
-from storage.livesession import LiveMark, ensure_free
+from storage.livesession import config_dir_of
 from storage.paths import project_folder_name, resolve_cwd
 from storage.reader import read_entries
 from storage.transcript import Transcript
@@ -42,7 +45,7 @@ COMPACT_SUMMARY_PREFIX = (
 METADATA_ORDER = ("last-prompt", "custom-title", "ai-title", "tag", "agent-name", "cost-state")
 
 
-class SessionIdInUse(FileExistsError):
+class SessionIdInUse(InUse):
     """A new session was asked for with an id whose file already exists (as the CLI refuses)."""
 
 
@@ -327,15 +330,13 @@ class SessionRecorder(_Writer):
         self._lock = threading.RLock()
         self._message_keys: set[str] = set()
         self._last_leaf_written: str | None = None
+        config = config_dir if config_dir is not None else config_dir_of(path.parent.parent)
+        self._config_dir = config
+        self._admission: Admission | None = None
+        if mark_live:  # admitted before anything else is set up: a refused writer leaves nothing behind
+            self._admission = admit(session_id, config_dir=config, cwd=cwd, version=version, entrypoint=entrypoint)
         self._queue = WriteQueue(fsync=fsync, interval=interval, on_torn=self.torn_tails.append,
                                  trailer=self._trailer)
-        config = config_dir if config_dir is not None else path.parent.parent.parent
-        self._config_dir = config
-        self._mark: LiveMark | None = None
-        if mark_live:
-            ensure_free(session_id, config)
-            self._mark = LiveMark(session_id, cwd, config_dir=config, version=version, entrypoint=entrypoint)
-            self._mark.acquire()
 
     # ---- construction -------------------------------------------------------------------------
 
@@ -347,9 +348,9 @@ class SessionRecorder(_Writer):
         """A new session of `cwd` under `projects_dir`; its file is made on the first message."""
         real = resolve_cwd(cwd)
         sid = session_id or new_uuid()
-        path = Path(projects_dir) / project_folder_name(real) / f"{sid}.jsonl"
-        if path.exists():
+        if (Path(projects_dir) / project_folder_name(real) / f"{sid}.jsonl").exists():
             raise SessionIdInUse(f"Session ID {sid} is already in use.")
+        path = new_session_path(projects_dir, real, sid)
         return cls(path, sid, real, version=version, entrypoint=entrypoint,
                    git_branch=git_branch or git_branch_of(real), fsync=fsync, interval=interval,
                    mark_live=mark_live, config_dir=config_dir if config_dir is not None else Path(projects_dir).parent)
@@ -523,8 +524,22 @@ class SessionRecorder(_Writer):
             return durable
         finally:
             self.closed = True
-            if self._mark is not None:
-                self._mark.release()
+            if self._admission is not None:
+                self._admission.release()
+
+    def abandon(self) -> None:
+        """Give the session up before anything was recorded: nothing is written, not even the
+        metadata `close()` re-appends, and the admission is released."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if self._queue.pending:
+                raise RuntimeError("abandon() after rows were queued; use close()")
+            self._queue.close()
+        finally:
+            if self._admission is not None:
+                self._admission.release()
 
     def __enter__(self) -> SessionRecorder:
         return self

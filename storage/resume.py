@@ -8,12 +8,9 @@ from typing import Any
 
 from storage.apiform import api_messages, session_model
 from storage.chain import Chain, build_chain
+from storage.errors import NotATranscript
 from storage.reader import read_entries
 from storage.transcript import Transcript
-
-
-class NotATranscript(Exception):
-    """The file holds no conversation rows."""
 
 
 @dataclass

@@ -228,7 +228,8 @@ _LIVE: weakref.WeakSet[WriteQueue] = weakref.WeakSet()
 
 
 @atexit.register
-def _flush_all_at_exit() -> None:
+def flush_all() -> None:
+    """Flush every live queue (at exit, and before a process ends itself with `os._exit`)."""
     for queue in list(_LIVE):
         try:
             queue.flush()

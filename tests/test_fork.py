@@ -41,13 +41,13 @@ def test_fork_both_kinds_give_the_same_conversation(root: Path, tmp_path: Path) 
     for source in _sessions(projects):
         before = _digest(source)
         src = resume(source)
-        sid, path = fork_session(source)
+        sid, path = fork_session(source, source.parent.parent)
         assert path.parent == source.parent and path.stem == sid
         same = resume(path)
         assert same.messages == src.messages
         assert same.chain.uuids == src.chain.uuids  # --fork-session keeps the uuids
         assert {r.session_id for r in Transcript.load(path).rows if r.session_id} == {sid}
-        sid2, path2 = fork_session(source, at_uuid=src.chain.leaf.uuid, title="forked")  # type: ignore[union-attr]
+        sid2, path2 = fork_session(source, source.parent.parent, at_uuid=src.chain.leaf.uuid, title="forked")  # type: ignore[union-attr]
         fresh = resume(path2)
         assert fresh.messages == src.messages
         assert not set(fresh.chain.uuids) & set(src.chain.uuids)  # fresh uuids
@@ -63,21 +63,21 @@ def test_fork_at_a_middle_message(tmp_path: Path) -> None:
     src = resume(source)
     users = [r for r in src.chain.rows if r.type == "user" and not r.tool_result_ids]
     at = users[1]
-    sid, path = fork_session(source, at_uuid=at.uuid)
+    sid, path = fork_session(source, source.parent.parent, at_uuid=at.uuid)
     fork = resume(path)
     assert len(fork.chain.rows) < len(src.chain.rows)
     assert fork.chain.rows[-1].forked_from == (src.session_id, at.uuid)
     assert fork.messages[-1] == {"role": "assistant", "content": [{"type": "text", "text": "No response requested."}]}
     with pytest.raises(ForkError):
-        fork_session(source, at_uuid="00000000-0000-4000-8000-000000000000")
+        fork_session(source, source.parent.parent, at_uuid="00000000-0000-4000-8000-000000000000")
 
 
 def test_fork_of_session_with_subagent_and_its_own_fork(tmp_path: Path) -> None:
     projects = _copy(GENERATED, tmp_path)
     for source in _sessions(projects):
         src = resume(source)
-        sid, path = fork_session(source)
-        sid3, path3 = fork_session(path)  # a fork of a fork
+        sid, path = fork_session(source, source.parent.parent)
+        sid3, path3 = fork_session(path, path.parent.parent)  # a fork of a fork
         assert resume(path3).messages == src.messages
 
 

@@ -170,7 +170,7 @@ def test_cli_resumes_our_forks(claude: Path, model: Any, env: dict[str, Path], k
     at = None
     if kind == "at-message":
         at = [r for r in src.chain.rows if r.type == "assistant"][-3].uuid
-    new_sid, path = fork_session(source, at_uuid=at, title=f"fork {kind}")
+    new_sid, path = fork_session(source, source.parent.parent, at_uuid=at, title=f"fork {kind}")
     ours = resume(path).messages
     if at is None:
         assert ours == src.messages
@@ -229,7 +229,7 @@ def test_new_user_forks_real_sessions_with_subagent_and_fork(claude: Path, model
     for name in ("22222222-2222-4222-8222-222222222222", "d31a4daa-f5b8-4d73-979d-614c6c4d29bf"):
         source = env["projects"] / generated.name / f"{name}.jsonl"
         original = resume(source).messages
-        new_sid, path = fork_session(source)
+        new_sid, path = fork_session(source, source.parent.parent)
         assert resume(path).messages == original
         prompt = f"ORACLE {new_sid}"
         assert_cli_sees(original, resume_with_cli(claude, model, env, new_sid, prompt), prompt,

@@ -35,7 +35,7 @@ def test_chain_matches_oracle(path: Path) -> None:
 @pytest.mark.parametrize("path", SESSIONS, ids=lambda p: p.stem[:8])
 def test_chain_command_json(path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "server.cli", "chain", str(path), "--json"],
+        [sys.executable, "-m", "server.cli", "chain", str(path), "--json", "--projects-dir", str(path.parent.parent)],
         capture_output=True,
         text=True,
         check=True,

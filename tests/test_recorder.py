@@ -19,7 +19,8 @@ from writers.conversations import Script, api_form, read_call, reply, result, te
 
 from storage.apiform import api_messages  # noqa: E402
 from storage.chain import build_chain  # noqa: E402
-from storage.livesession import SessionInUse, live_records  # noqa: E402
+from storage.errors import InUse  # noqa: E402
+from storage.livesession import live_records  # noqa: E402
 from storage.paths import subagent_files  # noqa: E402
 from storage.reader import read_transcript  # noqa: E402
 from storage.recorder import INTERRUPTED, INTERRUPTED_FOR_TOOL_USE, SessionIdInUse, SessionRecorder  # noqa: E402
@@ -240,7 +241,7 @@ def test_session_id_in_use_and_live_marks(tmp_path: Path) -> None:
     rec.flush()
     with pytest.raises(SessionIdInUse, match="is already in use"):
         SessionRecorder.create(projects, str(tmp_path), session_id=rec.session_id)
-    with pytest.raises(SessionInUse):
+    with pytest.raises(InUse):  # our own lock says so first, naming the holder
         SessionRecorder.adopt(rec.path)
     other = SessionRecorder.create(projects, str(tmp_path))  # a second session: a guard process
     marks = {r.session_id: r for r in live_records(tmp_path / "config")}

@@ -95,7 +95,8 @@ def test_list_json_and_errors(corpus_projects: Path) -> None:
     assert bad.returncode == 2 and "no session" in bad.stderr
     notes = corpus_projects / "notes.jsonl"
     notes.write_text('{"hello": 1}\n')
-    bad = subprocess.run([sys.executable, "-m", "server.cli", "chain", str(notes)], capture_output=True, text=True)
+    bad = subprocess.run([sys.executable, "-m", "server.cli", "chain", str(notes), "--projects-dir", str(corpus_projects)],
+                         capture_output=True, text=True)
     assert bad.returncode == 2 and "not a Claude Code transcript" in bad.stderr
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from storage.errors import InvalidArgument
+
 SessionMode = Literal["auto", "new", "resume", "continue", "fork"]
 
 
@@ -32,21 +34,52 @@ class TurnRequest:
 
     @classmethod
     def from_json(cls, params: dict[str, Any]) -> TurnRequest:
-        """`sessions/runTurn` params: {sessionId?, prompt, cwd?, provider?, model?, mode?, tools?}."""
-        prompt = params.get("prompt")
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise ValueError("prompt is required")
-        mode = params.get("mode") or ("resume" if params.get("sessionId") else "new")
+        """`sessions/runTurn` params: {prompt, sessionId? | path?, cwd?, mode?, provider?, model?, tools?,
+        maxSteps?}. A wrong one raises `InvalidArgument` naming the field."""
+        known = {"prompt", "sessionId", "path", "cwd", "mode", "provider", "model", "tools", "maxSteps",
+                 "projectsDir", "workDoneToken"}
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise InvalidArgument(f"unknown parameter {unknown[0]!r}")
+        prompt = _text(params, "prompt", required=True)
+        if not prompt or not prompt.strip():
+            raise InvalidArgument("parameter 'prompt' must not be blank")
+        session = _text(params, "sessionId")
+        path = _text(params, "path")
+        if session is not None and path is not None:
+            raise InvalidArgument("give 'sessionId' or 'path', not both")
+        mode = _text(params, "mode") or ("resume" if session or path else "new")
         if mode not in ("auto", "new", "resume", "continue", "fork"):
-            raise ValueError(f"unknown mode {mode!r}")
-        projects = params.get("projectsDir")
+            raise InvalidArgument(f"parameter 'mode' must be one of new, resume, continue, fork (got {mode!r})")
+        tools = params.get("tools") or []
+        if not isinstance(tools, list) or not all(isinstance(t, str) and t in OPT_IN_TOOLS for t in tools):
+            raise InvalidArgument(f"parameter 'tools' must be a list of {', '.join(OPT_IN_TOOLS)}")
+        steps = params.get("maxSteps", 50)
+        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 500:
+            raise InvalidArgument("parameter 'maxSteps' must be an integer from 1 to 500")
         return cls(
             prompt=prompt,
-            session=params.get("sessionId") or params.get("path"),
-            cwd=params.get("cwd"),
-            mode=mode,
-            projects_dir=Path(projects) if projects else None,
-            provider=params.get("provider"),
-            model=params.get("model"),
-            tools=tuple(params.get("tools") or ()),
+            session=session or path,
+            cwd=_text(params, "cwd"),
+            mode=mode,  # type: ignore[arg-type]  # checked against SessionMode just above
+            provider=_text(params, "provider"),
+            model=_text(params, "model"),
+            tools=tuple(tools),
+            max_steps=steps,
         )
+
+
+OPT_IN_TOOLS = ("Bash", "Edit", "Write", "all")
+
+
+def _text(params: dict[str, Any], name: str, *, required: bool = False) -> str | None:
+    value = params.get(name)
+    if value is None:
+        if required:
+            raise InvalidArgument(f"missing parameter {name!r}")
+        return None
+    if not isinstance(value, str) or not value:
+        raise InvalidArgument(f"parameter {name!r} must be a non-empty string")
+    if "\x00" in value:
+        raise InvalidArgument(f"parameter {name!r} contains a NUL character")
+    return value

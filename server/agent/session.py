@@ -3,14 +3,18 @@ a fork. Each request of the turn reads the conversation from the file (`storage.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from server.agent.request import TurnRequest
+from storage.access import resolve_target
+from storage.errors import InvalidArgument, NotFound, Unsafe
 from storage.fork import fork_session
-from storage.lookup import SessionNotFound, find_by_id, find_continue, resolve_session
+from storage.lookup import find_continue, resolve_session
 from storage.paths import UUID_RE, candidate_project_dirs, default_projects_dir, resolve_cwd
 from storage.recorder import SessionRecorder
+from storage.sessions import read_session_info
 
 
 @dataclass
@@ -22,14 +26,31 @@ class OpenSession:
 
 
 def find_session(projects_dir: Path, ref: str, cwd: str | None) -> Path:
-    """An id (first in cwd's project folder, as the CLI looks, then anywhere), a path or a title."""
+    """An id (first in cwd's project folder, as the CLI looks, then anywhere), a path or a title,
+    to a session file we may append to (`storage.access`)."""
     if UUID_RE.match(ref) and cwd:
         for folder in candidate_project_dirs(projects_dir, resolve_cwd(cwd)):
-            if (folder / f"{ref}.jsonl").is_file():
-                return folder / f"{ref}.jsonl"
-    if UUID_RE.match(ref):
-        return find_by_id(projects_dir, ref)
-    return resolve_session(projects_dir, ref, cwd)
+            if os.path.lexists(folder / f"{ref}.jsonl"):
+                return resolve_target(projects_dir, path=folder / f"{ref}.jsonl", access="write")
+    return resolve_session(projects_dir, ref, cwd, access="write")
+
+
+def sandbox_root(cwd: str | None, recorded: str) -> Path:
+    """The folder a turn's tools are confined to: `cwd` when the client gave one, else the
+    session's recorded cwd, which may not be `/` or the home folder (too wide to be implied)."""
+    if cwd is not None:
+        root = Path(resolve_cwd(cwd))
+    else:
+        root = Path(resolve_cwd(recorded))
+        wide = {Path("/"), Path(resolve_cwd(os.path.expanduser("~")))}
+        if root in wide:
+            raise Unsafe(
+                f"the session's working directory is {root}; a turn's tools would reach all of it. "
+                "Pass cwd explicitly to allow that, or a narrower folder"
+            )
+    if not root.is_dir():
+        raise NotFound(f"working directory does not exist: {root}")
+    return root
 
 
 def open_session(request: TurnRequest, *, fsync: bool = False) -> OpenSession:
@@ -39,21 +60,24 @@ def open_session(request: TurnRequest, *, fsync: bool = False) -> OpenSession:
     if mode == "auto":
         mode = "resume" if request.session else "new"
     if mode == "new":
-        real = resolve_cwd(cwd or ".")
-        if not Path(real).is_dir():
-            raise SessionNotFound(f"working directory does not exist: {real}")
-        rec = SessionRecorder.create(projects, real, fsync=fsync, config_dir=projects.parent)
-        return OpenSession(rec, Path(real), resumed=False)
+        work = sandbox_root(cwd, ".")
+        rec = SessionRecorder.create(projects, str(work), fsync=fsync, config_dir=projects.parent)
+        return OpenSession(rec, work, resumed=False)
     if mode == "continue":
-        path = find_continue(projects, resolve_cwd(cwd or "."))
+        path = find_continue(projects, resolve_cwd(cwd or "."), access="write")
     elif not request.session:
-        raise SessionNotFound(f"mode {mode} needs a session id, path or title")
+        raise InvalidArgument(f"mode {mode} needs a session id, path or title")
     else:
         path = find_session(projects, request.session, cwd)
     forked_from = None
     if mode == "fork":
+        sandbox_root(cwd, read_session_info(path, with_subagents=False, count=False).cwd or ".")  # before writing
         forked_from = path.stem
-        _, path = fork_session(path, fsync=fsync)
+        _, path = fork_session(path, projects, fsync=fsync)
     rec = SessionRecorder.adopt(path, fsync=fsync, config_dir=projects.parent)
-    work = Path(resolve_cwd(cwd)) if cwd else Path(rec.cwd)
+    try:
+        work = sandbox_root(cwd, rec.cwd)
+    except BaseException:
+        rec.abandon()
+        raise
     return OpenSession(rec, work, resumed=True, forked_from=forked_from)

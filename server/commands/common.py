@@ -9,13 +9,29 @@ from typing import Any, NoReturn
 
 import orjson
 
+from storage.errors import InvalidArgument
 from storage.paths import default_projects_dir
 
 EXAMPLE_PROJECTS = Path(__file__).resolve().parents[2] / "examples" / "projects"
 
 
-class CommandError(Exception):
-    """A user error: printed as one line on stderr, exit status 2."""
+class CommandError(InvalidArgument):
+    """A wrong command line: printed as one line on stderr, exit status 2."""
+
+
+EXIT_ERRORS_FOUND = 1
+"""`check`: the files hold errors (and only that)."""
+EXIT_REFUSED = 2
+"""Any `SessionLspError` (a wrong argument, a path outside the projects folder, a session in use...)
+and any crash: one line on stderr."""
+EXIT_INTERRUPTED = 130
+
+
+def exit_status(exc: BaseException) -> int:
+    """The one mapping from errors to exit statuses."""
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_REFUSED
 
 
 def add_projects_dir(parser: argparse.ArgumentParser) -> None:

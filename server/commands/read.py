@@ -93,8 +93,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _resolve(args: argparse.Namespace) -> Path:
     cwd = args.cwd or os.getcwd()
-    if args.session and args.session.endswith(".jsonl"):
-        return resolve_session(Path("."), args.session)
     root = projects_dir(args)
     if args.cont:
         return find_continue(root, cwd)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -23,6 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=cmd_serve)
 
 
+def _private_log(path: Path) -> logging.Handler:
+    """The log file, created 0600 (logs name sessions and paths), and made 0600 if it existed."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    os.fchmod(fd, 0o600)
+    return logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
+
+
 def _host_port(value: str) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
     if not host or not port.isdigit():
@@ -33,13 +41,13 @@ def _host_port(value: str) -> tuple[str, int]:
 def cmd_serve(args: argparse.Namespace) -> int:
     level = logging.WARNING - 10 * min(args.verbose, 2)
     handlers: list[logging.Handler] = [
-        logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
+        _private_log(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
     ]
     logging.basicConfig(level=level, handlers=handlers, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from server.lsp.options import InitializationOptions
     from server.lsp.server import server
 
-    server.cli_projects_dir = args.projects_dir
-    server.cli_polling = args.polling
+    server.defaults = InitializationOptions(projects_dir=args.projects_dir, polling=args.polling)
     if args.tcp:
         server.start_tcp(*_host_port(args.tcp))
     elif args.ws:

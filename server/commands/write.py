@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
-from server.commands.common import CommandError, add_projects_dir, print_json, projects_dir
-from storage.fork import ForkError, fork_session
-from storage.livesession import SessionInUse
-from storage.lookup import SessionNotFound, resolve_session
+from server.commands.common import add_projects_dir, print_json, projects_dir
+from storage.access import Access
+from storage.fork import fork_session
+from storage.lookup import resolve_session
 from storage.metadata import rename_session, tag_session
 from storage.writequeue import TornTail
 
@@ -39,12 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=cmd_tag)
 
 
-def _source(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    root = projects_dir(args, must_exist=not str(args.session).endswith(".jsonl"))
-    try:
-        return resolve_session(root, args.session, args.cwd)
-    except SessionNotFound as exc:
-        raise CommandError(str(exc)) from exc
+def _source(args: argparse.Namespace, access: Access) -> Path:
+    """The session named on the command line, decided by `storage.access` for `access`."""
+    return resolve_session(projects_dir(args), args.session, args.cwd, access)
 
 
 def _report_torn(torn: TornTail | None) -> None:
@@ -54,11 +53,7 @@ def _report_torn(torn: TornTail | None) -> None:
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
-    source = _source(args)
-    try:
-        sid, path = fork_session(source, at_uuid=args.at, title=args.title)
-    except (ForkError, FileExistsError) as exc:
-        raise CommandError(str(exc)) from exc
+    sid, path = fork_session(_source(args, "read"), projects_dir(args), at_uuid=args.at, title=args.title)
     if args.json:
         print_json({"sessionId": sid, "path": str(path)})
     else:
@@ -66,12 +61,8 @@ def cmd_fork(args: argparse.Namespace) -> int:
     return 0
 
 
-def _append(args: argparse.Namespace, fn, value: str) -> int:  # type: ignore[no-untyped-def]
-    source = _source(args)
-    try:
-        _report_torn(fn(source, value))
-    except SessionInUse as exc:
-        raise CommandError(str(exc)) from exc
+def _append(args: argparse.Namespace, fn: Callable[[Path, str], TornTail | None], value: str) -> int:
+    _report_torn(fn(_source(args, "write"), value))
     return 0
 
 

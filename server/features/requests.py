@@ -11,18 +11,20 @@ from pathlib import Path
 from typing import Any
 
 from server.features.tree import TreeView
-from storage.lookup import SessionNotFound, find_by_id
-from storage.paths import UUID_RE, candidate_project_dirs, resolve_cwd
-from storage.resume import NotATranscript, resume
+from storage.access import Access, real_root, resolve_target
+from storage.errors import InvalidArgument, OutsideProjects
+from storage.paths import candidate_project_dirs, resolve_cwd
+from storage.resume import resume
 from storage.sessions import SessionInfo, list_sessions
 from storage.transcript import Transcript
 
 
-class InvalidRequest(ValueError):
-    """The request's parameters are wrong; the message says how."""
+class InvalidRequest(InvalidArgument):
+    """The request's parameters are wrong; the message names the field and says how."""
 
 
-def _str_param(params: dict[str, Any], name: str, *, required: bool = True) -> str | None:
+def str_param(params: dict[str, Any], name: str, *, required: bool = True) -> str | None:
+    """A non-empty string parameter without NUL characters (None when absent and optional)."""
     value = params.get(name)
     if value is None:
         if required:
@@ -30,6 +32,15 @@ def _str_param(params: dict[str, Any], name: str, *, required: bool = True) -> s
         return None
     if not isinstance(value, str) or not value:
         raise InvalidRequest(f"parameter {name!r} must be a non-empty string")
+    if "\x00" in value:
+        raise InvalidRequest(f"parameter {name!r} contains a NUL character")
+    return value
+
+
+def bool_param(params: dict[str, Any], name: str, default: bool = False) -> bool:
+    value = params.get(name, default)
+    if not isinstance(value, bool):
+        raise InvalidRequest(f"parameter {name!r} must be true or false")
     return value
 
 
@@ -43,7 +54,6 @@ class SessionRequests:
         find_uuid: Callable[[str], list[tuple[Path, Any]]] | None = None,
     ) -> None:
         self.projects_dir = projects_dir
-        self.current_session: str | None = None
         self._transcript_of = transcript_of or Transcript.load
         self._find_uuid = find_uuid
 
@@ -65,40 +75,26 @@ class SessionRequests:
                 s.forked_from = {"sessionId": source.session_id, "messageUuid": None}
 
     # -- lookups -----------------------------------------------------------------------------
-    def inside(self, path: Path) -> Path:
-        try:
-            real = path.expanduser().resolve()
-            real.relative_to(self.projects_dir.resolve())
-        except (ValueError, OSError) as exc:
-            raise InvalidRequest(f"path is outside the projects folder {self.projects_dir}: {path}") from exc
-        if not real.is_file():
-            raise InvalidRequest(f"no such transcript: {path}")
-        return real
+    def same_projects_dir(self, params: dict[str, Any]) -> None:
+        """A `projectsDir` parameter may only name the server's own projects folder."""
+        given = str_param(params, "projectsDir", required=False)
+        if given is not None and real_root(given) != real_root(self.projects_dir):
+            raise OutsideProjects(f"this server serves the projects folder {self.projects_dir}, not {given}")
 
-    def session_path(self, params: dict[str, Any]) -> Path:
-        if params.get("path") is not None:
-            return self.inside(Path(_str_param(params, "path") or ""))
-        sid = _str_param(params, "sessionId")
-        assert sid is not None
-        if not UUID_RE.match(sid):
-            raise InvalidRequest(f"not a session id: {sid!r}")
-        try:
-            return find_by_id(self.projects_dir, sid)
-        except SessionNotFound as exc:
-            raise InvalidRequest(str(exc)) from exc
+    def session_path(self, params: dict[str, Any], access: Access = "read") -> Path:
+        """The session named by `path` or `sessionId`, decided by `storage.access`."""
+        path = str_param(params, "path", required=False)
+        sid = None if path is not None else str_param(params, "sessionId")
+        return resolve_target(self.projects_dir, path=path, session_id=sid, access=access)
 
     # -- requests ----------------------------------------------------------------------------
     def list(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.same_projects_dir(params)
         root = self.projects_dir
-        if params.get("projectsDir") is not None:
-            root = Path(_str_param(params, "projectsDir") or "").expanduser()
-            if not root.is_dir():
-                raise InvalidRequest(f"projects folder does not exist: {root}")
-        cwd = _str_param(params, "cwd", required=False)
+        cwd = str_param(params, "cwd", required=False)
         dirs = candidate_project_dirs(root, resolve_cwd(cwd)) if cwd else None
         sessions = list_sessions(root, dirs)
-        if root == self.projects_dir:
-            self._link_forks(sessions)
+        self._link_forks(sessions)
         return {"sessions": [s.to_json() for s in sessions]}
 
     def tree(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -117,27 +113,17 @@ class SessionRequests:
 
     def chain(self, params: dict[str, Any]) -> dict[str, Any]:
         path = self.session_path(params)
-        bare = params.get("bare", False)
-        if not isinstance(bare, bool):
-            raise InvalidRequest("parameter 'bare' must be true or false")
-        try:
-            return resume(path, bare=bare, effort_statement=True).to_json()
-        except NotATranscript as exc:
-            raise InvalidRequest(str(exc)) from exc
+        return resume(path, bare=bool_param(params, "bare"), effort_statement=True).to_json()
 
     def resume(self, params: dict[str, Any]) -> dict[str, Any]:
         out = self.chain(params)
-        self.current_session = out["sessionId"]
         return {k: out[k] for k in ("sessionId", "path", "leafUuid", "messages")}
 
     def fork(self, params: dict[str, Any]) -> dict[str, Any]:
-        from storage.fork import ForkError, fork_session
+        from storage.fork import fork_session
 
         path = self.session_path(params)
-        at = _str_param(params, "atUuid", required=False)
-        title = _str_param(params, "title", required=False)
-        try:
-            session_id, new_path = fork_session(path, at_uuid=at, title=title)
-        except (ForkError, KeyError, ValueError) as exc:
-            raise InvalidRequest(str(exc)) from exc
+        at = str_param(params, "atUuid", required=False)
+        title = str_param(params, "title", required=False)
+        session_id, new_path = fork_session(path, self.projects_dir, at_uuid=at, title=title)
         return {"sessionId": session_id, "path": str(new_path)}

@@ -6,29 +6,43 @@ projects folder (`server.index`) is the single source of rows and diagnostics.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
+from server.agent.pool import TurnPool
 from server.features.hover import hover_markdown
 from server.features.lines import read_line, reference_at
 from server.features.outline import Item, lenses, row_at_line, turns
-from server.features.requests import InvalidRequest, SessionRequests
+from server.features.requests import SessionRequests
 from server.features.tree import TreeView
 from server.index import ProjectIndex
+from server.lsp.errors import to_jsonrpc
+from server.lsp.framing import FrameError, StreamReader, serve_frames
+from server.lsp.options import InitializationOptions
+from storage.access import is_inside, real_root
+from storage.errors import InvalidArgument, SessionLspError
 from storage.paths import default_projects_dir
 
 log = logging.getLogger(__name__)
 VERSION = "0.1.0"
+EXIT_GRACE = 1.5
+"""Seconds that running turns get to record their interruption at `exit` before the process ends."""
+CANCEL_GRACE = 1.5
+"""Seconds a cancelled `runTurn` waits for its turn to record the interruption before answering."""
 CUSTOM_REQUESTS = (
     "sessions/list",
     "sessions/tree",
@@ -82,19 +96,67 @@ class SessionProtocol(LanguageServerProtocol):
             error = JsonRpcInvalidParams(message=f"invalid parameters for {message.method}")
             self._send_response(message.msg_id, None, error.to_response_error())
             return
+        method = getattr(message, "method", None)
+        if self._shutdown and method not in (None, lsp.EXIT) and getattr(message, "id", None) is not None:
+            error = JsonRpcInvalidRequest(message=f"the server is shutting down; {method} is not served")
+            self._send_response(message.id, None, error.to_response_error())
+            return
         super().handle_message(message)
 
 
 class SessionServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("session-lsp", VERSION, protocol_cls=SessionProtocol)
+        self.defaults = InitializationOptions()
+        """What the command line chose (`serve --projects-dir/--polling`); the client's options override."""
+        self.options = InitializationOptions()
         self.projects_dir: Path = default_projects_dir()
         self.index: ProjectIndex | None = None
         self.requests: SessionRequests | None = None
         self.watcher: Any = None
         self.ready = threading.Event()
+        self.turns = TurnPool()
         self._views: dict[Path, tuple[int, TreeView]] = {}
         self._lock = threading.RLock()
+        self._ending = threading.Lock()
+
+    # -- process -----------------------------------------------------------------------------
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve stdio with strict framing; a bad frame ends the process with status 1."""
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        reader = StreamReader(stdin or sys.stdin.buffer)
+        code = 0
+        try:
+            asyncio.run(serve_frames(reader, self.protocol.structure_message, self.protocol.handle_message,
+                                     self._stop_event))
+        except FrameError as exc:
+            log.error("bad frame from the client: %s; exiting so the editor restarts the server", exc)
+            print(f"session-lsp: bad frame from the client: {exc}", file=sys.stderr)
+            code = 1
+        except SystemExit as exc:  # the `exit` notification
+            code = exc.code if isinstance(exc.code, int) else 0
+        except BrokenPipeError:
+            log.error("the client is gone")
+            code = 1
+        self.terminate(code)
+
+    def terminate(self, code: int) -> None:
+        """Stop everything and end the process: turns are cancelled and get EXIT_GRACE seconds to
+        record their interruption, the watcher stops, and nothing else is waited for."""
+        with self._ending:
+            self.turns.cancel_all()
+            if self.watcher is not None:
+                try:
+                    self.watcher.stop()
+                except RuntimeError:
+                    log.debug("watcher stop during start-up", exc_info=True)
+            self.turns.wait_idle(EXIT_GRACE)
+            from storage.writequeue import flush_all
+
+            flush_all()
+            logging.shutdown()
+            os._exit(code)
 
     # -- state -------------------------------------------------------------------------------
     def configure(self, projects_dir: Path) -> None:
@@ -111,11 +173,7 @@ class SessionServer(LanguageServer):
         return fs
 
     def under_projects(self, path: Path) -> bool:
-        try:
-            path.resolve().relative_to(self.projects_dir.resolve())
-            return True
-        except (ValueError, OSError):
-            return False
+        return is_inside(real_root(self.projects_dir), Path(os.path.realpath(path)))
 
     def transcript_of(self, path: Path) -> Any:
         from storage.transcript import Transcript
@@ -209,27 +267,22 @@ def _object_params(params: Any) -> dict[str, Any]:
     return plain
 
 
-def _guard(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """Turn InvalidRequest (and bad param shapes) into JSON-RPC InvalidParams."""
-
-    def wrapper(params: Any) -> Any:
-        plain = _object_params(params)
-        try:
-            return fn(plain)
-        except InvalidRequest as exc:
-            raise JsonRpcInvalidParams(message=str(exc)) from exc
-
-    return wrapper
+async def _until_ready(ls: SessionServer, timeout: float = 60) -> None:
+    """Wait for the first index without blocking the event loop (other requests go on)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not ls.ready.is_set() and loop.time() < deadline:
+        await asyncio.sleep(0.02)
 
 
 # -- lifecycle -------------------------------------------------------------------------------
 @server.feature(lsp.INITIALIZE)
 def initialize(ls: SessionServer, params: lsp.InitializeParams) -> None:
-    opts = params.initialization_options if isinstance(params.initialization_options, dict) else {}
-    projects = opts.get("projectsDir") or getattr(ls, "cli_projects_dir", None)
-    ls.configure(Path(projects) if projects else default_projects_dir())
-    ls.watch_enabled = bool(opts.get("watch", True))
-    ls.polling = bool(opts.get("polling", getattr(ls, "cli_polling", False)))
+    try:
+        ls.options = InitializationOptions.parse(to_plain(params.initialization_options), defaults=ls.defaults)
+    except InvalidArgument as exc:
+        raise to_jsonrpc(exc) from exc
+    ls.configure(ls.options.projects_dir or default_projects_dir())
 
 
 @server.feature(lsp.INITIALIZED)
@@ -254,10 +307,10 @@ def _initial_scan(ls: SessionServer) -> None:
             )
 
     try:
-        if ls.watch_enabled and ls.projects_dir.is_dir():
+        if ls.options.watch and ls.projects_dir.is_dir():
             from server.index.watcher import IndexWatcher
 
-            watcher = IndexWatcher(ls.index, ls.on_index_change, polling=ls.polling)
+            watcher = IndexWatcher(ls.index, ls.on_index_change, polling=ls.options.polling)
             watcher.start(scan=True, progress=progress)  # observes first, then scans
             ls.watcher = watcher
         elif ls.projects_dir.is_dir():
@@ -272,11 +325,19 @@ def _initial_scan(ls: SessionServer) -> None:
 
 @server.feature(lsp.SHUTDOWN)
 def shutdown(ls: SessionServer, params: Any) -> None:
+    ls.turns.cancel_all()
     if ls.watcher is not None:
         try:
             ls.watcher.stop()
         except RuntimeError:  # stopped before it was fully started
             log.debug("watcher stop during start-up", exc_info=True)
+
+
+@server.feature(lsp.EXIT)
+def exit_(ls: SessionServer, params: Any) -> None:
+    """End the process within EXIT_GRACE seconds whatever is running (status 0 after `shutdown`)."""
+    code = 0 if ls.protocol._shutdown else 1
+    threading.Thread(target=ls.terminate, args=(code,), name="exit", daemon=True).start()
 
 
 # -- documents -------------------------------------------------------------------------------
@@ -303,16 +364,16 @@ def text_document_did_close(ls: SessionServer, params: lsp.DidCloseTextDocumentP
     lsp.TEXT_DOCUMENT_DIAGNOSTIC,
     lsp.DiagnosticOptions(identifier="session-lsp", inter_file_dependencies=True, workspace_diagnostics=True),
 )
-def text_document_diagnostic(ls: SessionServer, params: lsp.DocumentDiagnosticParams) -> Any:
-    ls.ready.wait(60)
+async def text_document_diagnostic(ls: SessionServer, params: lsp.DocumentDiagnosticParams) -> Any:
+    await _until_ready(ls)
     path = _path(params.text_document.uri)
     items = ls.lsp_diagnostics(path) if ls.state_of(path) is not None else []
     return lsp.RelatedFullDocumentDiagnosticReport(items=items)
 
 
 @server.feature(lsp.WORKSPACE_DIAGNOSTIC)
-def workspace_diagnostic(ls: SessionServer, params: lsp.WorkspaceDiagnosticParams) -> Any:
-    ls.ready.wait(60)
+async def workspace_diagnostic(ls: SessionServer, params: lsp.WorkspaceDiagnosticParams) -> Any:
+    await _until_ready(ls)
     assert ls.index is not None
     reports: list[Any] = []
     for path in sorted(ls.index.files):
@@ -470,36 +531,44 @@ def workspace_symbol(ls: SessionServer, params: lsp.WorkspaceSymbolParams) -> li
 # -- custom requests -------------------------------------------------------------------------
 def _service(ls: SessionServer) -> SessionRequests:
     if ls.requests is None:
-        raise JsonRpcInvalidParams(message="server not initialized")
+        raise InvalidArgument("server not initialized")
     return ls.requests
 
 
-@server.feature("sessions/list")
-def sessions_list(ls: SessionServer, params: Any) -> dict[str, Any]:
-    return _guard(_service(ls).list)(params)
+SESSION_REQUESTS: dict[str, Callable[[SessionRequests, dict[str, Any]], dict[str, Any]]] = {
+    "sessions/list": SessionRequests.list,
+    "sessions/tree": SessionRequests.tree,
+    "sessions/chain": SessionRequests.chain,
+    "sessions/resume": SessionRequests.resume,
+    "sessions/fork": SessionRequests.fork,
+}
+"""The plain `sessions/*` requests, each a method of `server.features.requests.SessionRequests`."""
+WRITING_REQUESTS = {"sessions/fork"}
+"""Requests that write a session file: the index takes the file named by the result's `path` at once."""
 
 
-@server.feature("sessions/tree")
-def sessions_tree(ls: SessionServer, params: Any) -> dict[str, Any]:
-    return _guard(_service(ls).tree)(params)
-
-
-@server.feature("sessions/chain")
-def sessions_chain(ls: SessionServer, params: Any) -> dict[str, Any]:
-    return _guard(_service(ls).chain)(params)
-
-
-@server.feature("sessions/resume")
-def sessions_resume(ls: SessionServer, params: Any) -> dict[str, Any]:
-    return _guard(_service(ls).resume)(params)
-
-
-@server.feature("sessions/fork")
-def sessions_fork(ls: SessionServer, params: Any) -> dict[str, Any]:
-    result = _guard(_service(ls).fork)(params)
-    if ls.index is not None:
+def serve_request(ls: SessionServer, method: str, params: Any) -> dict[str, Any]:
+    """Answer one of SESSION_REQUESTS; our errors become JSON-RPC errors (`server.lsp.errors`)."""
+    plain = _object_params(params)
+    try:
+        result = SESSION_REQUESTS[method](_service(ls), plain)
+    except SessionLspError as exc:
+        raise to_jsonrpc(exc) from exc
+    if method in WRITING_REQUESTS and ls.index is not None:
         ls.on_index_change(ls.index.update_file(Path(result["path"])))
     return result
+
+
+def _register_request(method: str) -> None:
+    def handler(ls: SessionServer, params: Any) -> dict[str, Any]:
+        return serve_request(ls, method, params)
+
+    handler.__name__ = method.replace("/", "_")
+    server.feature(method)(handler)
+
+
+for _method in SESSION_REQUESTS:
+    _register_request(_method)
 
 
 def _progress_message(event: dict[str, Any]) -> str | None:
@@ -518,30 +587,26 @@ def _progress_message(event: dict[str, Any]) -> str | None:
 
 @server.feature("sessions/runTurn")
 async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
-    """Run one agent turn in a worker thread; progress streams the reply; $/cancelRequest stops it
-    cleanly (the turn records the interruption before the request ends)."""
-    import asyncio
-
+    """Run one agent turn on a turn thread (at most `TurnPool.limit` at once); progress streams the
+    reply; $/cancelRequest stops it (the turn records the interruption, waited for at most
+    CANCEL_GRACE seconds, then the request is answered as cancelled)."""
     from server.agent.cancel import CancelToken
     from server.agent.loop import run_turn
-    from server.agent.providers.base import ProviderError
     from server.agent.request import TurnRequest
-    from storage.lookup import SessionNotFound
 
     plain = _object_params(params)
-    try:
-        if plain.get("sessionId") is None and plain.get("mode") is None and ls.requests and ls.requests.current_session:
-            plain = {**plain, "sessionId": ls.requests.current_session}
-        request = TurnRequest.from_json(plain)
-    except (ValueError, TypeError) as exc:
-        raise JsonRpcInvalidParams(message=str(exc)) from exc
-    if request.projects_dir is None:
-        request.projects_dir = ls.projects_dir
-    token = CancelToken()
     work_token = plain.get("workDoneToken")
+    try:
+        if work_token is not None and (isinstance(work_token, bool) or not isinstance(work_token, (str, int))):
+            raise InvalidArgument("parameter 'workDoneToken' must be a string or an integer")
+        service = _service(ls)
+        service.same_projects_dir(plain)
+        request = TurnRequest.from_json(plain)
+        request.projects_dir = ls.projects_dir
+    except SessionLspError as exc:
+        raise to_jsonrpc(exc) from exc
     loop = asyncio.get_running_loop()
-    if work_token is not None:
-        ls.work_done_progress.begin(work_token, lsp.WorkDoneProgressBegin(title="Agent turn", cancellable=True))
+    token = CancelToken()
 
     def report(event: dict[str, Any]) -> None:
         message = _progress_message(event)
@@ -551,20 +616,21 @@ async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
     def on_event(event: Any) -> None:
         loop.call_soon_threadsafe(report, event.to_json())
 
-    future = loop.run_in_executor(None, lambda: run_turn(request, on_event=on_event, cancel=token))
+    if work_token is not None:
+        ls.work_done_progress.begin(work_token, lsp.WorkDoneProgressBegin(title="Agent turn", cancellable=True))
     try:
         try:
-            result = await asyncio.shield(future)
+            future = ls.turns.submit(lambda: run_turn(request, on_event=on_event, cancel=token), token)
+            waiting = asyncio.wrap_future(future)
+            result = await asyncio.shield(waiting)
         except asyncio.CancelledError:
             token.cancel()
-            await future  # let the turn record its interruption before answering
+            done, _ = await asyncio.wait({waiting}, timeout=CANCEL_GRACE)
+            if not done:
+                log.warning("a cancelled turn is still recording its interruption; answering now")
             raise
-    except (ValueError, SessionNotFound) as exc:
-        raise JsonRpcInvalidParams(message=str(exc)) from exc
-    except ProviderError as exc:
-        from pygls.exceptions import JsonRpcInternalError
-
-        raise JsonRpcInternalError(message=f"model provider error ({exc.kind}): {exc}") from exc
+    except SessionLspError as exc:
+        raise to_jsonrpc(exc) from exc
     finally:
         if work_token is not None:
             ls.work_done_progress.end(work_token, lsp.WorkDoneProgressEnd(message="done"))
@@ -572,15 +638,6 @@ async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
     if ls.index is not None and out.get("path"):
         ls.on_index_change(ls.index.update_file(Path(out["path"])))
     return out
-
-
-_REQUEST_HANDLERS: dict[str, Callable[[SessionServer, Any], Any]] = {
-    "sessions/list": sessions_list,
-    "sessions/tree": sessions_tree,
-    "sessions/chain": sessions_chain,
-    "sessions/resume": sessions_resume,
-    "sessions/fork": sessions_fork,
-}
 
 
 def _register_command(name: str) -> None:
@@ -592,10 +649,9 @@ def _register_command(name: str) -> None:
 
         server.command(name)(run_command)
         return
-    handler = _REQUEST_HANDLERS[name]
 
     def command(ls: SessionServer, *args: Any) -> Any:
-        return handler(ls, args[0] if args else {})
+        return serve_request(ls, name, args[0] if args else {})
 
     server.command(name)(command)
 

@@ -7,18 +7,24 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from server.agent.cancel import CancelToken
+from storage.errors import SessionLspError
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_MAX_TOKENS = 16_000
 
 
-class ProviderError(Exception):
+class ProviderError(SessionLspError):
     """A model call failed for good (after retries); the message is for the person at the editor."""
+
+    reason = "provider"
 
     def __init__(self, message: str, *, kind: str = "error") -> None:
         super().__init__(message)
         self.kind = kind
         """no_key, bad_key, overloaded, network, not_found, bad_request, error."""
+
+    def details(self) -> dict[str, Any]:
+        return {"kind": self.kind}
 
 
 @dataclass

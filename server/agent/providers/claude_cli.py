@@ -20,7 +20,9 @@ from server.agent.events import TurnEvent, TurnResult
 from server.agent.providers.base import ProviderError
 from server.agent.request import TurnRequest
 from server.agent.tools import READ_ONLY, WRITERS
-from storage.lookup import SessionNotFound, find_continue
+from storage.admission import admit
+from storage.errors import InvalidArgument
+from storage.lookup import find_continue
 from storage.paths import default_projects_dir, project_folder_name, resolve_cwd
 from storage.transcript import Transcript
 
@@ -85,6 +87,16 @@ class ClaudeCliProvider:
             env["CLAUDE_CONFIG_DIR"] = str(projects.parent)
         cwd, session_id, before = self._target(request, projects)
         cmd, session_id = self.command(request, session_id, cwd)
+        # the real CLI registers itself; our lock keeps our other writers out until it has ended
+        admission = admit(session_id, config_dir=projects.parent, cwd=cwd, register=False) if session_id else None
+        try:
+            return self._run(cmd, cwd, env, projects, session_id, before, on_event, cancel)
+        finally:
+            if admission is not None:
+                admission.release()
+
+    def _run(self, cmd: list[str], cwd: str, env: dict[str, str], projects: Path, session_id: str | None,
+             before: set[str], on_event: Callable[[TurnEvent], None], cancel: CancelToken) -> TurnResult:
         proc = subprocess.Popen(
             cmd,
             cwd=cwd,
@@ -138,19 +150,18 @@ class ClaudeCliProvider:
 
     def _target(self, request: TurnRequest, projects: Path) -> tuple[str, str | None, set[str]]:
         """(cwd to run in, session id to resume or None, uuids already in its file)."""
-        from server.agent.session import find_session
+        from server.agent.session import find_session, sandbox_root
 
         mode = request.mode if request.mode != "auto" else ("resume" if request.session else "new")
         if mode == "new":
-            return resolve_cwd(request.cwd or "."), None, set()
+            return str(sandbox_root(request.cwd, ".")), None, set()
         if mode == "continue":
-            path = find_continue(projects, resolve_cwd(request.cwd or "."))
+            path = find_continue(projects, resolve_cwd(request.cwd or "."), access="write")
         elif request.session:
             path = find_session(projects, request.session, request.cwd)
         else:
-            raise SessionNotFound(f"mode {mode} needs a session")
-        cwd = request.cwd or _recorded_cwd(path) or "."
-        return resolve_cwd(cwd), path.stem, set(_uuids(path))
+            raise InvalidArgument(f"mode {mode} needs a session")
+        return str(sandbox_root(request.cwd, _recorded_cwd(path) or ".")), path.stem, set(_uuids(path))
 
 
 def _recorded_cwd(path: Path) -> str | None:

@@ -1,0 +1,190 @@
+"""Where session-lsp may read and write: the one decision for every transcript path.
+
+`resolve_target` is called for every session file we read by request, append to or create, by id
+or by path, from the command line, the language server and the agent alike. Its rule:
+
+- the real path (every symlink resolved, the projects folder's own included) is inside the real
+  projects folder;
+- to read or append, it is a regular file (not a FIFO, device, folder or dangling link) whose first
+  rows carry `type` and `sessionId` as the CLI writes them (1.0.x summary files: `type: summary`);
+  to append, it is also a session file (`<project folder>/<uuid>.jsonl`), never a subagent file;
+- to create, nothing exists at the path yet (not even a dangling link) and every existing folder
+  on the way is really inside the projects folder.
+
+Anything else raises `OutsideProjects`, `NotATranscript` or `NotFound` and nothing is touched. The
+decided path is the real path: callers open that, and creation uses `O_EXCL | O_NOFOLLOW`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Literal
+
+import orjson
+
+from storage.errors import InvalidArgument, NotATranscript, NotFound, OutsideProjects
+from storage.paths import UUID_RE, project_folder_name, resolve_cwd
+
+Access = Literal["read", "write", "create"]
+HEAD_BYTES = 64 * 1024
+HEAD_ROWS = 16
+
+
+def real_root(projects_dir: Path | str) -> Path:
+    """The projects folder's real path (it may itself be a symlink, e.g. `~/.claude` elsewhere)."""
+    return Path(os.path.realpath(os.path.expanduser(os.fspath(projects_dir))))
+
+
+def is_inside(root: Path, real: Path) -> bool:
+    """`real` is `root` or below it (both already real paths)."""
+    return real == root or root in real.parents
+
+
+def _check_text(value: str, name: str) -> str:
+    if "\x00" in value:
+        raise InvalidArgument(f"{name} contains a NUL character")
+    return value
+
+
+def looks_like_transcript(path: Path) -> bool:
+    """The first rows are JSON objects as the CLI writes them: the first has a string `type`, and
+    one of the first few carries a string `sessionId` (or is a `summary` row of a 1.0.x file)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        head = os.read(fd, HEAD_BYTES)
+    finally:
+        os.close(fd)
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
+    lines = head.split(b"\n")
+    if len(head) == HEAD_BYTES and len(lines) > 1:
+        lines.pop()  # the last piece may be cut short
+    rows = []
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            row = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            try:
+                row = orjson.loads(raw.decode("utf-8", "replace").encode("utf-8", "surrogatepass"))
+            except (orjson.JSONDecodeError, UnicodeError):
+                continue
+        rows.append(row)
+        if len(rows) >= HEAD_ROWS:
+            break
+    if not rows or not isinstance(rows[0], dict) or not isinstance(rows[0].get("type"), str):
+        return False
+    return any(
+        isinstance(r, dict)
+        and isinstance(r.get("type"), str)
+        and (isinstance(r.get("sessionId"), str) or r.get("type") == "summary")
+        for r in rows
+    )
+
+
+def _existing(root: Path, given: Path, access: Access) -> Path:
+    real = Path(os.path.realpath(given))
+    if not is_inside(root, real):
+        raise OutsideProjects(f"{given} is outside the projects folder {root} (it resolves to {real})")
+    try:
+        st = os.stat(real)
+    except FileNotFoundError as exc:
+        raise NotFound(f"no such transcript: {given}") from exc
+    except OSError as exc:
+        raise NotFound(f"cannot read {given}: {exc.strerror}") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise NotATranscript(f"{given} is not a regular file")
+    if real.suffix != ".jsonl":
+        raise NotATranscript(f"{given} is not a .jsonl transcript")
+    if access == "write" and not (real.parent.parent == root and UUID_RE.match(real.stem)):
+        raise NotATranscript(f"{given} is not a session file (<project folder>/<session id>.jsonl)")
+    try:
+        ok = looks_like_transcript(real)
+    except OSError as exc:
+        raise NotATranscript(f"cannot read {given}: {exc.strerror}") from exc
+    if not ok:
+        raise NotATranscript(f"{given} is not a Claude Code transcript (its first rows carry no type/sessionId)")
+    return real
+
+
+def _new(root: Path, given: Path) -> Path:
+    """A path to create: absent, and every folder on the way that exists really inside `root`."""
+    absolute = Path(os.path.abspath(given))
+    if os.path.lexists(absolute):
+        raise InvalidArgument(f"{given} already exists")
+    folder = absolute.parent
+    missing: list[str] = []
+    while not os.path.lexists(folder):
+        missing.append(folder.name)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    real_folder = Path(os.path.realpath(folder))
+    if not real_folder.is_dir():
+        raise OutsideProjects(f"{folder} is not a folder")
+    real = real_folder.joinpath(*reversed(missing), absolute.name)
+    if not is_inside(root, real.parent):
+        raise OutsideProjects(f"{given} is outside the projects folder {root} (it resolves to {real})")
+    return real
+
+
+def resolve_target(
+    projects_dir: Path | str,
+    *,
+    path: Path | str | None = None,
+    session_id: str | None = None,
+    access: Access = "read",
+) -> Path:
+    """The real path of the session file named by `path` or `session_id`, if `access` to it is
+    allowed (see the module docstring); else `OutsideProjects`, `NotATranscript` or `NotFound`."""
+    root = real_root(projects_dir)
+    if path is not None:
+        text = _check_text(os.fspath(path), "path")
+        given = Path(os.path.expanduser(text))
+        if not given.is_absolute():
+            given = Path.cwd() / given
+        return _new(root, given) if access == "create" else _existing(root, given, access)
+    if session_id is None:
+        raise InvalidArgument("a session id or a path is required")
+    _check_text(session_id, "sessionId")
+    if not UUID_RE.match(session_id):
+        raise InvalidArgument(f"not a session id: {session_id!r}")
+    if access == "create":
+        raise InvalidArgument("a new session is created from its working directory (new_session_path)")
+    if not root.is_dir():
+        raise NotFound(f"projects folder does not exist: {root}")
+    refused: Exception | None = None
+    for folder in sorted(root.iterdir()):
+        candidate = folder / f"{session_id}.jsonl"
+        if not os.path.lexists(candidate):
+            continue
+        try:
+            return _existing(root, candidate, access)
+        except (OutsideProjects, NotATranscript, NotFound) as exc:
+            refused = refused or exc
+    if refused is not None:
+        raise refused
+    raise NotFound(f"no session {session_id} under {root}")
+
+
+def new_session_path(projects_dir: Path | str, cwd: str, session_id: str) -> Path:
+    """Where a new session of `cwd` is created: `<projects>/<folder cwd maps to>/<id>.jsonl`,
+    decided by the same rule (a symlinked project folder pointing elsewhere is refused)."""
+    if not UUID_RE.match(session_id):
+        raise InvalidArgument(f"not a session id: {session_id!r}")
+    folder = project_folder_name(resolve_cwd(_check_text(cwd, "cwd")))
+    return resolve_target(projects_dir, path=real_root(projects_dir) / folder / f"{session_id}.jsonl", access="create")
+
+
+def project_folder_of(projects_dir: Path | str, session_file: Path) -> Path:
+    """The project folder a decided session file lives in (for files created beside it)."""
+    root = real_root(projects_dir)
+    real = Path(os.path.realpath(session_file))
+    if not is_inside(root, real.parent):
+        raise OutsideProjects(f"{session_file} is outside the projects folder {root}")
+    return real.parent

@@ -1,0 +1,108 @@
+"""One writer per session, decided atomically.
+
+Before anything is written into a session, its writer is admitted:
+
+1. an exclusive, non-blocking `flock` on `<config>/session-lsp/locks/<sessionId>.lock`, held for the
+   whole write (a turn, a rename). The kernel decides between racing writers of ours, in this
+   process or any other, CLI or server: exactly one gets it. The winner writes who it is into the
+   lock file, so the loser can name the holder. A crashed holder's lock goes with its process.
+2. then the real CLI's registry (`storage.livesession`): a live CLI process running the session
+   refuses us, and we register ourselves (`kind: bg`) so `claude --resume` refuses while we write.
+
+The loser gets `InUse` (reason `in-use`) naming the holder, and nothing of it is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from storage.errors import InUse
+from storage.livesession import LiveMark, ensure_free
+from storage.locking import FILE_MODE, make_private_dirs
+
+
+def lock_path(config_dir: Path, session_id: str) -> Path:
+    return config_dir / "session-lsp" / "locks" / f"{session_id.lower()}.lock"
+
+
+def _holder(fd: int) -> dict[str, Any]:
+    try:
+        data = orjson.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+class Admission:
+    """The right to write one session, from `admit()` until `release()`."""
+
+    def __init__(self, session_id: str, fd: int, mark: LiveMark | None) -> None:
+        self.session_id = session_id
+        self._fd: int | None = fd
+        self._mark = mark
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        if self._mark is not None:
+            self._mark.release()
+            self._mark = None
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
+
+    def __enter__(self) -> Admission:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def admit(
+    session_id: str,
+    *,
+    config_dir: Path,
+    cwd: str = "",
+    register: bool = True,
+    version: str = "",
+    entrypoint: str = "session-lsp",
+) -> Admission:
+    """Admit one writer of `session_id`, or raise `InUse` (another writer of ours, or a live CLI)."""
+    path = lock_path(config_dir, session_id)
+    make_private_dirs(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _holder(fd)
+        os.close(fd)
+        who = holder.get("entrypoint") or "session-lsp"
+        pid = holder.get("pid", "?")
+        raise InUse(
+            f"Session ID {session_id} is already in use by another {who} writer (pid {pid}); try again when it ends",
+            holder,
+        ) from None
+    try:
+        me = {"pid": os.getpid(), "entrypoint": entrypoint, "startedAt": int(time.time() * 1000), "cwd": cwd}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, orjson.dumps(me), 0)
+        ensure_free(session_id, config_dir)
+        mark = None
+        if register:
+            mark = LiveMark(session_id, cwd, config_dir=config_dir, version=version, entrypoint=entrypoint)
+            mark.acquire()
+    except BaseException:
+        os.close(fd)
+        raise
+    return Admission(session_id, fd, mark)
