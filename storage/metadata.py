@@ -21,7 +21,7 @@ def write_private_json(path: Path, value: Any) -> None:
     """Write a small JSON file atomically, mode 0600, its folders 0700."""
     make_private_dirs(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
     try:
         os.write(fd, orjson.dumps(value))
     finally:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 MAX_FOLDER_UNITS = 200
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+AGENT_ID_RE = re.compile(r"[A-Za-z0-9_-]+")
 AGENT_FILE_RE = re.compile(r"^agent-(?P<id>[A-Za-z0-9_-]+)\.jsonl$")
 
 

@@ -17,13 +17,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from storage.access import new_session_path
+from storage.access import new_session_path, resolve_target
 from storage.admission import Admission, admit
 from storage.chain import build_chain
-from storage.errors import InUse
+from storage.errors import InUse, InvalidArgument
 from storage.jsonline import dump_line
 from storage.livesession import config_dir_of
-from storage.paths import project_folder_name, resolve_cwd
+from storage.paths import AGENT_ID_RE, project_folder_name, resolve_cwd
 from storage.reader import read_entries
 from storage.transcript import Transcript
 from storage.writequeue import FLUSH_INTERVAL, TornTail, WriteQueue
@@ -300,7 +300,10 @@ class SubagentRecorder(_Writer):
         self.sidechain = True
         self.chain = _Chain()
         self.meta = meta
-        self.path = rec.path.with_suffix("") / "subagents" / f"agent-{agent_id}.jsonl"
+        # decided like every path we write: a planted `<sessionId>/` link is no way out
+        projects = rec.path.parent.parent
+        self.path = resolve_target(projects, path=rec.path.with_suffix("") / "subagents" / f"agent-{agent_id}.jsonl",
+                                   access="create")
         self.meta_path = self.path.with_name(f"agent-{agent_id}.meta.json")
         self.meta_written = False
 
@@ -466,6 +469,8 @@ class SessionRecorder(_Writer):
         """A subagent's transcript (`record_prompt`/`record_assistant`/`record_tool_results` on the
         returned object). `agent_id` defaults to `a` + 16 hex, as the CLI names them."""
         aid = agent_id or "a" + uuidlib.uuid4().hex[:16]
+        if not AGENT_ID_RE.fullmatch(aid):
+            raise InvalidArgument(f"not an agent id: {aid!r} (letters, digits, _ and - only)")
         with self._lock:
             if aid in self.subagents:
                 return self.subagents[aid]

@@ -18,6 +18,8 @@ from server.agent.request import TurnRequest
 from server.agent.scripted_api import ScriptedModelServer
 from storage.resume import resume
 
+pytestmark = [pytest.mark.realcli, pytest.mark.slow]
+
 GEN = Path(__file__).parent / "corpus" / "generated" / "projects" / "-tmp-slsp-corpus-shop"
 SID = "22222222-2222-4222-8222-222222222222"
 CWD = Path("/tmp/slsp-corpus/shop")  # the session's recorded working directory

@@ -20,6 +20,8 @@ from server.agent.scripted_api import ScriptedModelServer
 from storage.apiform import CONTINUE, NO_RESPONSE
 from storage.resume import resume
 
+pytestmark = [pytest.mark.realcli, pytest.mark.slow]
+
 try:
     from realcli import find_claude, run_claude
 except ImportError:  # pragma: no cover

@@ -26,6 +26,8 @@ from storage.livesession import SessionInUse, live_records
 from storage.recorder import SessionRecorder
 from storage.resume import resume
 
+pytestmark = [pytest.mark.realcli, pytest.mark.slow]
+
 try:
     from realcli import find_claude, run_claude
 except ImportError:  # pragma: no cover

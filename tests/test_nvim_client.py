@@ -32,9 +32,13 @@ RUN_TIMEOUT_S = 600
 
 # SESSION_LSP_NVIM picks another Neovim (a newer build, to try the vim.lsp.start path).
 NVIM = os.environ.get("SESSION_LSP_NVIM") or shutil.which("nvim")
-pytestmark = pytest.mark.skipif(
-    NVIM is None, reason="NEOVIM NOT AVAILABLE: install it with scripts/setup.d/nvim.sh (apt-get install neovim)"
-)
+pytestmark = [
+    pytest.mark.editor,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        NVIM is None, reason="NEOVIM NOT AVAILABLE: install it with scripts/setup.d/nvim.sh (apt-get install neovim)"
+    ),
+]
 
 
 def _server_cmd() -> list[str]:

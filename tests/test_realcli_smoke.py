@@ -10,6 +10,8 @@ import pytest
 
 from server.agent.scripted_api import ScriptedModelServer
 
+pytestmark = [pytest.mark.realcli, pytest.mark.slow]
+
 try:
     from realcli import find_claude, run_claude
 except ImportError:  # tests/ imported as a package

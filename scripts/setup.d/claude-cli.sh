@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the real Claude Code CLI (pinned) into $REPO/.cache/claude-cli for the real-CLI tests.
-# Idempotent: does nothing when the pinned version is already there. Never fails the setup:
-# on any problem it prints a loud warning and exits 0 (the real-CLI tests then skip loudly).
+# Idempotent: does nothing when the pinned version is already there. Fails the setup (exit 1)
+# with a loud warning when it cannot install: the real-CLI tests are our main evidence.
 set -uo pipefail
 VERSION=2.1.328
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -14,7 +14,7 @@ warn() {
   echo "!! The real-CLI tests will be SKIPPED (REAL CLI NOT AVAILABLE)." >&2
   echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
   echo "" >&2
-  exit 0
+  exit 1
 }
 
 find_bin() {

@@ -5,7 +5,7 @@
 #   - code-server 4.139 from the npm registry, in .cache/code-server
 #   - the extension's npm dependencies, its bundle and its .vsix (editor-client/vscode/session-lsp.vsix)
 # Idempotent: each step skips when already done. If a step cannot be done (no network, no root), it prints
-# a loud warning and the script exits 0, so the rest of the setup goes on; the e2e test then says what is missing.
+# a loud warning and the script exits 1: the end-to-end test must not be skipped silently.
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,7 +29,7 @@ give_up() {
     echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
     echo
   } >&2
-  exit 0
+  exit 1
 }
 
 # ---- 1. Debian packages -------------------------------------------------------------------------
