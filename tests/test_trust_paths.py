@@ -63,8 +63,9 @@ def world(tmp_path: Path) -> dict[str, Path]:
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "server.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "server.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
 
 
 # -- the command line -----------------------------------------------------------------------------
@@ -74,15 +75,21 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
 def test_cli_never_follows_a_symlink_out_of_the_projects_folder(world: dict[str, Path], ref: str) -> None:
     projects, outside = world["projects"], world["outside"]
     before = digest_tree(outside)
-    for args in (["chain", ref], ["fork", ref], ["tag", ref, "pwned"], ["rename", ref, "pwned"],
-                 ["turn", "--resume", ref, "--provider", "scripted", "--cwd", str(world["tmp"]), "hello"]):
+    for args in (
+        ["chain", ref],
+        ["fork", ref],
+        ["tag", ref, "pwned"],
+        ["rename", ref, "pwned"],
+        ["turn", "--resume", ref, "--provider", "scripted", "--cwd", str(world["tmp"]), "hello"],
+    ):
         out = cli(*args, "--projects-dir", str(projects))
         assert out.returncode == 2, (args, out.stdout, out.stderr)
         assert out.stderr.count("\n") == 1 and "outside the projects folder" in out.stderr, (args, out.stderr)
         assert out.stdout == ""
     assert digest_tree(outside) == before
-    assert sorted(p.name for p in outside.rglob("*")) == sorted(["app.jsonl", f"{OUT}.jsonl", "victim-project",
-                                                                  f"{LINKED}.jsonl"])
+    assert sorted(p.name for p in outside.rglob("*")) == sorted(
+        ["app.jsonl", f"{OUT}.jsonl", "victim-project", f"{LINKED}.jsonl"]
+    )
 
 
 def test_cli_refuses_paths_outside_and_files_that_are_not_transcripts(world: dict[str, Path]) -> None:
@@ -115,9 +122,19 @@ def test_cli_refuses_a_fifo_named_like_a_session_without_hanging(world: dict[str
 def test_log_file_is_private_even_under_umask_zero(world: dict[str, Path]) -> None:
     log = world["tmp"] / "server.log"
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import os, sys; os.umask(0); from server.cli import main; sys.exit(main())",
-         "serve", "--log-file", str(log), "--projects-dir", str(world["projects"])],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; os.umask(0); from server.cli import main; sys.exit(main())",
+            "serve",
+            "--log-file",
+            str(log),
+            "--projects-dir",
+            str(world["projects"]),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     proc.communicate(b"", timeout=60)
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
@@ -172,8 +189,11 @@ async def test_server_refuses_every_way_out(client: LanguageClient, world: dict[
         ("sessions/tree", {"sessionId": OUT}, "outside-projects"),
         ("sessions/fork", {"sessionId": LINKED}, "outside-projects"),
         ("sessions/fork", {"path": str(log)}, "outside-projects"),
-        ("sessions/resume", {"path": str(projects / SHOP / "66666666-6666-4666-8666-666666666666.jsonl")},
-         "not-a-transcript"),
+        (
+            "sessions/resume",
+            {"path": str(projects / SHOP / "66666666-6666-4666-8666-666666666666.jsonl")},
+            "not-a-transcript",
+        ),
     ]
     for method, params, reason in cases:
         data = await refused(client, method, params)
@@ -194,17 +214,25 @@ async def test_server_refuses_an_implied_sandbox_of_the_root_folder(client: Lang
     data = await refused(client, "sessions/runTurn", {"prompt": "LS", "provider": "scripted", "sessionId": rooted.stem})
     assert data["reason"] == "unsafe"
     assert rooted.read_text() == text
-    out = to_plain(await client.protocol.send_request_async(
-        "sessions/runTurn", {"prompt": "hello", "provider": "scripted", "sessionId": rooted.stem, "cwd": "/"}))
+    out = to_plain(
+        await client.protocol.send_request_async(
+            "sessions/runTurn", {"prompt": "hello", "provider": "scripted", "sessionId": rooted.stem, "cwd": "/"}
+        )
+    )
     assert out["path"] == str(rooted) and len(rooted.read_text()) > len(text)
 
 
-async def test_server_creates_new_sessions_only_where_the_cwd_maps(client: LanguageClient, world: dict[str, Path]) -> None:
+async def test_server_creates_new_sessions_only_where_the_cwd_maps(
+    client: LanguageClient, world: dict[str, Path]
+) -> None:
     projects, tmp = world["projects"], world["tmp"]
     work = tmp / "work dir"
     work.mkdir()
-    out = to_plain(await client.protocol.send_request_async(
-        "sessions/runTurn", {"prompt": "hello", "provider": "scripted", "cwd": str(work), "mode": "new"}))
+    out = to_plain(
+        await client.protocol.send_request_async(
+            "sessions/runTurn", {"prompt": "hello", "provider": "scripted", "cwd": str(work), "mode": "new"}
+        )
+    )
     made = Path(out["path"])
     assert made.parent == projects / project_folder_name(str(work))
     assert made.parent.parent == projects and made.is_file()
@@ -214,7 +242,8 @@ async def test_server_creates_new_sessions_only_where_the_cwd_maps(client: Langu
     other = tmp / "other"
     other.mkdir()
     (projects / project_folder_name(str(other))).symlink_to(elsewhere, target_is_directory=True)
-    data = await refused(client, "sessions/runTurn",
-                         {"prompt": "hello", "provider": "scripted", "cwd": str(other), "mode": "new"})
+    data = await refused(
+        client, "sessions/runTurn", {"prompt": "hello", "provider": "scripted", "cwd": str(other), "mode": "new"}
+    )
     assert data["reason"] == "outside-projects"
     assert list(elsewhere.iterdir()) == []

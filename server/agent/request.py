@@ -36,8 +36,19 @@ class TurnRequest:
     def from_json(cls, params: dict[str, Any]) -> TurnRequest:
         """`sessions/runTurn` params: {prompt, sessionId? | path?, cwd?, mode?, provider?, model?, tools?,
         maxSteps?}. A wrong one raises `InvalidArgument` naming the field."""
-        known = {"prompt", "sessionId", "path", "cwd", "mode", "provider", "model", "tools", "maxSteps",
-                 "projectsDir", "workDoneToken"}
+        known = {
+            "prompt",
+            "sessionId",
+            "path",
+            "cwd",
+            "mode",
+            "provider",
+            "model",
+            "tools",
+            "maxSteps",
+            "projectsDir",
+            "workDoneToken",
+        }
         unknown = sorted(set(params) - known)
         if unknown:
             raise InvalidArgument(f"unknown parameter {unknown[0]!r}")

@@ -66,9 +66,7 @@ class SessionRequests:
         for s in sessions:
             if s.forked_from is not None or not s.first_uuid:
                 continue
-            sources = [
-                by_path[p] for p, _row in self._find_uuid(s.first_uuid) if p != s.path and p in by_path
-            ]
+            sources = [by_path[p] for p, _row in self._find_uuid(s.first_uuid) if p != s.path and p in by_path]
             sources = [o for o in sources if (o.started, o.created or "") < (s.started, s.created or "")]
             if sources:
                 source = min(sources, key=lambda o: (o.started, o.created or ""))

@@ -24,8 +24,8 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from server.agent.pool import TurnPool
+from server.features import navigation
 from server.features.hover import hover_markdown
-from server.features.lines import read_line, reference_at
 from server.features.outline import Item, lenses, row_at_line, turns
 from server.features.requests import SessionRequests
 from server.features.tree import TreeView
@@ -128,8 +128,9 @@ class SessionServer(LanguageServer):
         reader = StreamReader(stdin or sys.stdin.buffer)
         code = 0
         try:
-            asyncio.run(serve_frames(reader, self.protocol.structure_message, self.protocol.handle_message,
-                                     self._stop_event))
+            asyncio.run(
+                serve_frames(reader, self.protocol.structure_message, self.protocol.handle_message, self._stop_event)
+            )
         except FrameError as exc:
             log.error("bad frame from the client: %s; exiting so the editor restarts the server", exc)
             print(f"session-lsp: bad frame from the client: {exc}", file=sys.stderr)
@@ -401,8 +402,8 @@ def text_document_hover(ls: SessionServer, params: lsp.HoverParams) -> lsp.Hover
     )
 
 
-def _locations(ls: SessionServer, hits: list[tuple[Path, Any]]) -> list[lsp.Location]:
-    return [lsp.Location(uri=from_fs_path(str(p)) or "", range=_line_range(r.line, 0, 0)) for p, r in hits]
+def _locations(hits: list[tuple[Path, int]]) -> list[lsp.Location] | None:
+    return [lsp.Location(uri=from_fs_path(str(p)) or "", range=_line_range(line, 0, 0)) for p, line in hits] or None
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
@@ -411,28 +412,7 @@ def text_document_definition(ls: SessionServer, params: lsp.DefinitionParams) ->
     view = ls.view_of(path)
     if view is None or ls.index is None:
         return None
-    row = row_at_line(view, params.position.line)
-    if row is None:
-        return None
-    ref = reference_at(read_line(path, row), params.position.character)
-    if ref is None:
-        return None
-    if ref.key in ("tool_use_id", "toolUseId") or ref.value.startswith(("toolu_", "srvtoolu_")):
-        hits = [(path, r) for r in view.transcript.rows if ref.value in r.tool_use_ids]
-        if not hits:
-            hits = [(p, r) for p, r in ls.index.find_tool_use(ref.value)] if hasattr(ls.index, "find_tool_use") else []
-        return _locations(ls, hits) or None
-    if ref.key == "agentId":
-        sub = [p for p in ls.index.files if p.name == f"agent-{ref.value}.jsonl"]
-        return [lsp.Location(uri=from_fs_path(str(p)) or "", range=_line_range(0, 0, 0)) for p in sub] or None
-    if ref.key == "sessionId" and ref.value != (view.transcript.session_id or ""):
-        target = ls.index.file_for_session(ref.value)
-        return [lsp.Location(uri=from_fs_path(str(target)) or "", range=_line_range(0, 0, 0))] if target else None
-    if ref.key == "uuid":
-        return None
-    local = view.transcript.nodes.get(ref.value)
-    hits = [(path, local)] if local is not None else list(ls.index.find_uuid(ref.value))
-    return _locations(ls, hits) or None
+    return _locations(navigation.definition(path, view, ls.index, params.position.line, params.position.character))
 
 
 @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
@@ -441,13 +421,9 @@ def text_document_references(ls: SessionServer, params: lsp.ReferenceParams) -> 
     view = ls.view_of(path)
     if view is None or ls.index is None:
         return None
-    row = row_at_line(view, params.position.line)
-    if row is None or not row.uuid:
-        return None
-    hits = list(ls.index.children_of(row.uuid))
-    if params.context.include_declaration:
-        hits.insert(0, (path, row))
-    return _locations(ls, hits) or None
+    return _locations(
+        navigation.references(path, view, ls.index, params.position.line, params.context.include_declaration)
+    )
 
 
 _SYMBOL_KIND = {
