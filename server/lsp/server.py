@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import cattrs
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.io_ import StdoutWriter
@@ -74,26 +75,27 @@ class _Undecodable:
 
     msg_id: Any
     method: str
+    problem: str
     jsonrpc: str = "2.0"
 
 
 class SessionProtocol(LanguageServerProtocol):
     """pygls drops a request whose params fail to decode without answering; we answer it with
-    InvalidParams so the client is never left waiting."""
+    InvalidParams naming the field, so the client is never left waiting."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
             return super().structure_message(data)
-        except JsonRpcException:
+        except JsonRpcException as exc:
             if "id" in data and "method" in data:
-                return _Undecodable(data["id"], str(data["method"]))
+                return _Undecodable(data["id"], str(data["method"]), _field_problem(exc))
             return None
 
     def handle_message(self, message: Any) -> None:
         if message is None:
             return
         if isinstance(message, _Undecodable):
-            error = JsonRpcInvalidParams(message=f"invalid parameters for {message.method}")
+            error = JsonRpcInvalidParams(message=f"invalid parameters for {message.method}: {message.problem}")
             self._send_response(message.msg_id, None, error.to_response_error())
             return
         method = getattr(message, "method", None)
@@ -102,6 +104,14 @@ class SessionProtocol(LanguageServerProtocol):
             self._send_response(message.id, None, error.to_response_error())
             return
         super().handle_message(message)
+
+
+def _field_problem(exc: BaseException) -> str:
+    """What cattrs found wrong, with the field's path (`... @ $.params.position.line`)."""
+    cause = exc.__cause__
+    if isinstance(cause, cattrs.BaseValidationError):
+        return "; ".join(cattrs.transform_error(cause)).replace("$.params.", "")
+    return str(cause or exc) or "they do not fit the method's schema"
 
 
 class SessionServer(LanguageServer):
