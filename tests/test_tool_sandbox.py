@@ -418,3 +418,39 @@ def test_turn_cancelled_while_bash_runs(bash_model: ScriptedModelServer, tmp_pat
     assert chain[-2]["toolUseResult"] == "User rejected tool use"
     assert chain[-1]["message"]["content"] == [{"type": "text", "text": "[Request interrupted by user for tool use]"}]
     assert [e.kind for e in events if e.kind.startswith("tool")] == ["tool_call"]
+
+
+def test_ctrl_c_stops_the_turn_command_while_bash_runs(
+    bash_model: ScriptedModelServer, tmp_path: Path, reaper: list[int]
+) -> None:
+    """`session-lsp turn` in its own process, its Bash call running `sleep 600`, gets SIGINT."""
+    project, projects = tmp_path / "shop", tmp_path / "config" / "projects"
+    project.mkdir()
+    pids_file = tmp_path / "pids"
+    env = {**os.environ, "ANTHROPIC_API_KEY": "scripted-test-model-key", "ANTHROPIC_BASE_URL": bash_model.base_url}
+    command = [sys.executable, "-m", "server.cli", "turn", "--new", "--provider", "anthropic", "--allow", "Bash"]
+    command += ["--cwd", str(project), "--projects-dir", str(projects), "--json"]
+    proc = subprocess.Popen(
+        [*command, f"BASH sleep 600 & echo $! > {pids_file}; wait"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parent.parent,
+    )
+    reaper.append(proc.pid)
+    reaper.extend(wait_for_pids(pids_file, 1))
+    began = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        stdout, stderr = proc.communicate(timeout=HANG)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("the turn command did not end after Ctrl-C")
+    print(f"the turn command exited {time.monotonic() - began:.3f} s after SIGINT")
+    assert proc.returncode == 130, stderr
+    result = json.loads(stdout)
+    assert result["cancelled"] is True
+    assert gone(reaper[1:]), "the sleep started by Bash outlived the command"
+    last = [r for r in rows(result["path"]) if r.get("type") == "user"][-1]
+    assert last["message"]["content"] == [{"type": "text", "text": "[Request interrupted by user for tool use]"}]

@@ -14,6 +14,7 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -61,8 +62,9 @@ class ToolContext:
     deadline: float | None = None
     """`time.monotonic()` past which `checkpoint()` raises ToolTimedOut; the runner sets it per call."""
 
-    @property
+    @cached_property
     def root(self) -> Path:
+        """The sandbox root: cwd with every symlink resolved."""
         return Path(os.path.realpath(self.cwd))
 
     def checkpoint(self) -> None:

@@ -141,13 +141,16 @@ def run_calls(
         if should_stop():
             break
         running = [_Running(c, tools, ctx) for c in batch]
-        for i, r in enumerate(running):
-            out = r.wait(should_stop)
-            if out is None:
-                for rest in running[i:]:
-                    if rest.done.is_set() and rest.output is not None:
-                        keep(rest.call, rest.output)
-                    rest.stop()
-                return results
-            keep(r.call, out)
+        try:
+            for i, r in enumerate(running):
+                out = r.wait(should_stop)
+                if out is None:
+                    for rest in running[i:]:
+                        if rest.done.is_set() and rest.output is not None:
+                            keep(rest.call, rest.output)
+                    return results
+                keep(r.call, out)
+        finally:
+            for r in running:
+                r.stop()  # no-op for finished calls; kills what an unfinished one started
     return results
