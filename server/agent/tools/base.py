@@ -136,8 +136,9 @@ class ToolContext:
         finally:
             os.close(parent)
         try:
-            kind = special_kind(os.fstat(fd).st_mode)
-            if kind:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                kind = special_kind(mode) or ("a folder" if stat.S_ISDIR(mode) else "not a regular file")
                 raise ToolError(f"{path} is {kind}; only regular files can be read or written")
         except BaseException:
             os.close(fd)

@@ -30,27 +30,30 @@ def list_dir(ctx: ToolContext, folder: Path) -> list[Entry]:
     """The entries of `folder` (a real path inside the root) that the rule admits, sorted by name."""
     ctx.checkpoint()
     fd = ctx.open_dir(folder)
+    kinds: list[tuple[str, bool, bool, bool]] = []
     try:
         with os.scandir(fd) as it:
-            raw = sorted(it, key=lambda e: e.name)
+            for e in it:  # the entry types are read while the folder is open (some need a stat in it)
+                try:
+                    link = e.is_symlink()
+                    kinds.append(
+                        (e.name, link, not link and e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+                    )
+                except OSError:
+                    continue
     finally:
         os.close(fd)
     found: list[Entry] = []
-    for e in raw:
+    for name, link, is_dir, is_file in sorted(kinds):
         ctx.checkpoint()
-        path = folder / e.name
-        try:
-            if e.is_symlink():
-                real = ctx.admits(path)
-                if real is None or not real.exists():
-                    continue
-                found.append(Entry(path, real, real.is_dir(), True, not (real.is_dir() or real.is_file())))
-            else:
-                is_dir = e.is_dir(follow_symlinks=False)
-                special = not is_dir and not e.is_file(follow_symlinks=False)
-                found.append(Entry(path, path, is_dir, False, special))
-        except OSError:
+        path = folder / name
+        if not link:
+            found.append(Entry(path, path, is_dir, False, not (is_dir or is_file)))
             continue
+        real = ctx.admits(path)
+        if real is None or not real.exists():
+            continue
+        found.append(Entry(path, real, real.is_dir(), True, not (real.is_dir() or real.is_file())))
     return found
 
 
