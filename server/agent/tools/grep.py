@@ -18,14 +18,14 @@ from server.agent.tools.base import (
     schema,
     string_arg,
 )
-from server.agent.tools.patterns import compile_regex, glob_regex, refuse_dotdot
+from server.agent.tools.patterns import LinePattern, glob_regex, refuse_dotdot
 from server.agent.tools.walk import Entry, walk_files
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 DEFAULT_HEAD = 250
 MODES = ("files_with_matches", "content", "count")
 CHECK_EVERY = 2000
-"""Lines searched between two checks for cancellation or the deadline."""
+"""Matching lines between two checks for cancellation or the deadline."""
 
 
 class GrepTool:
@@ -51,7 +51,7 @@ class GrepTool:
 
     def run(self, tool_input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         pattern = string_arg(tool_input, "pattern") or ""
-        regex = compile_regex(pattern, ignore_case=bool(tool_input.get("-i")))
+        regex = LinePattern(pattern, ignore_case=bool(tool_input.get("-i")))
         mode = tool_input.get("output_mode") or "files_with_matches"
         if mode not in MODES:
             raise ToolError(f"InputValidationError: output_mode must be one of {', '.join(MODES)}")
@@ -98,7 +98,7 @@ def _rel(path: Path, base: Path) -> str:
         return path.name
 
 
-def _search(ctx: ToolContext, entry: Entry, regex: Any) -> list[tuple[int, str]]:
+def _search(ctx: ToolContext, entry: Entry, regex: LinePattern) -> list[tuple[int, str]]:
     """Matching lines of one file; a file that is too big, binary, unreadable or no longer inside is skipped."""
     ctx.checkpoint()
     try:
@@ -112,9 +112,8 @@ def _search(ctx: ToolContext, entry: Entry, regex: Any) -> list[tuple[int, str]]
     if len(data) > MAX_FILE_BYTES or b"\x00" in data[:8192]:
         return []
     found: list[tuple[int, str]] = []
-    for i, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-        if i % CHECK_EVERY == 0:
+    for number, line in regex.matching_lines(data.decode("utf-8", errors="replace")):
+        if len(found) % CHECK_EVERY == 0:
             ctx.checkpoint()
-        if regex.search(line):
-            found.append((i, line))
+        found.append((number, line.removesuffix("\r")))
     return found

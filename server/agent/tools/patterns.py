@@ -7,12 +7,14 @@ CLI's Grep runs) does not take them either."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import re2
 
 from server.agent.tools.base import ToolError
 
 _DOTDOT = re.compile(r"(?:^|[/{,])\.\.(?:$|[/},])")
+_TEXT_ANCHOR = re.compile(r"\\[Az]")
 
 
 def _options(ignore_case: bool = False) -> re2.Options:
@@ -27,15 +29,48 @@ def _message(exc: Exception) -> str:
     return arg.decode("utf-8", "replace") if isinstance(arg, bytes) else str(arg)
 
 
-def compile_regex(pattern: str, *, ignore_case: bool = False) -> re2._Regexp:
-    """Grep's pattern, or a ToolError that says what is wrong with it."""
-    try:
-        return re2.compile(pattern, _options(ignore_case))
-    except re2.error as exc:
-        raise ToolError(
-            f"Invalid regular expression {pattern!r}: {_message(exc)} "
-            "(Grep uses RE2 syntax: no backreferences or lookaround)"
-        ) from None
+class LinePattern:
+    """Grep's regular expression, matched line by line (lines end at `\\n`, as in grep). The search
+    runs over the whole text at once, where no match may cross a newline and `^`/`$` match at line
+    ends, which finds the same lines with one call per match instead of one per line."""
+
+    def __init__(self, pattern: str, *, ignore_case: bool = False) -> None:
+        try:
+            self.line = re2.compile(pattern, _options(ignore_case))
+        except re2.error as exc:
+            raise ToolError(
+                f"Invalid regular expression {pattern!r}: {_message(exc)} "
+                "(Grep uses RE2 syntax: no backreferences or lookaround)"
+            ) from None
+        self.whole: re2._Regexp | None = None
+        if not _TEXT_ANCHOR.search(pattern):  # \A and \z: line start and end per line, text start and end at once
+            whole = _options(ignore_case)
+            whole.never_nl = True
+            self.whole = re2.compile("(?m)" + pattern, whole)
+
+    def matching_lines(self, text: str) -> Iterator[tuple[int, str]]:
+        """(line number from 1, line) for every line of `text` with a match."""
+        if not text:
+            return
+        end = len(text) - 1 if text.endswith("\n") else len(text)
+        if self.whole is None:
+            for number, line in enumerate(text[:end].split("\n"), 1):
+                if self.line.search(line):
+                    yield number, line
+            return
+        number, counted, last = 1, 0, 0
+        for match in self.whole.finditer(text):
+            start = match.start()
+            if start > end:
+                break
+            number += text.count("\n", counted, start)
+            counted = start
+            if number == last:
+                continue
+            last = number
+            begin = text.rfind("\n", 0, start) + 1
+            stop = text.find("\n", start)
+            yield number, text[begin : stop if stop >= 0 else len(text)]
 
 
 def refuse_dotdot(pattern: str, what: str = "a glob pattern") -> None:
