@@ -96,7 +96,7 @@ class _Turn:
         self.emit = emit
         self.cancel = cancel
         self.context = TurnContext.load(session.cwd, model=provider.model)
-        self.tool_ctx = ToolContext(session.cwd)
+        self.tool_ctx = ToolContext(session.cwd, cancel=self.cancel)
         self.result = TurnResult(self.rec.session_id, str(self.rec.path), provider=provider.name, model=provider.model)
         self.texts: list[str] = []
         self.api_ms = 0

@@ -1,20 +1,25 @@
 """Bash: a shell command run in the working directory (off unless the user turns it on).
 
 The command's working directory is the session's; a shell can still reach outside it, which is
-why the tool is opt-in."""
+why the tool is opt-in. It runs in a session of its own; on timeout or cancel the whole tree is
+killed, and a background process that keeps the output open cannot keep the call waiting."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-from typing import Any
+import threading
+from typing import IO, Any
 
-from server.agent.tools.base import ToolContext, ToolError, ToolOutput, int_arg, schema, string_arg
+from server.agent.tools.base import ToolCancelled, ToolContext, ToolError, ToolOutput, int_arg, schema, string_arg
+from server.agent.tools.processes import kill_tree
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 MAX_OUTPUT = 30_000
+DRAIN_S = 1.0
+"""After the shell ends, how long its output may still take to close (a background job may hold it)."""
+MARGIN_S = 3.0
+"""Time for killing and draining, on top of the command's own timeout, before the runner gives up."""
 
 
 class BashTool:
@@ -33,9 +38,13 @@ class BashTool:
             ["command"],
         )
 
+    def time_limit(self, tool_input: dict[str, Any]) -> float:
+        return timeout_ms(tool_input) / 1000 + MARGIN_S
+
     def run(self, tool_input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         command = string_arg(tool_input, "command") or ""
-        timeout_ms = min(int_arg(tool_input, "timeout") or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
+        limit_ms = timeout_ms(tool_input)
+        ctx.checkpoint()
         proc = subprocess.Popen(
             ["bash", "-c", command],
             cwd=str(ctx.cwd),
@@ -43,20 +52,70 @@ class BashTool:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
             start_new_session=True,
         )
+        out, err = _Capture(proc.stdout), _Capture(proc.stderr)
+        unregister = ctx.cancel.on_cancel(lambda: kill_tree(proc)) if ctx.cancel is not None else (lambda: None)
+        timed_out = False
         try:
-            out, err = proc.communicate(timeout=timeout_ms / 1000)
+            proc.wait(timeout=limit_ms / 1000)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise ToolError(f"Command timed out after {timeout_ms} ms") from None
-        text = "\n".join(part.rstrip("\n") for part in (out, err) if part.strip())
+            timed_out = True
+            kill_tree(proc)
+            proc.wait()
+        finally:
+            unregister()
+        if ctx.cancel is not None and ctx.cancel.cancelled:
+            kill_tree(proc)
+            raise ToolCancelled("cancelled")
+        closed = out.join(DRAIN_S) and err.join(DRAIN_S)
+        stdout, stderr = out.text(), err.text()
+        text = "\n".join(part.rstrip("\n") for part in (stdout, stderr) if part.strip())
         if len(text) > MAX_OUTPUT:
             text = text[:MAX_OUTPUT] + f"\n\n... [{len(text) - MAX_OUTPUT} characters truncated] ..."
-        extra = {"stdout": out, "stderr": err, "interrupted": False}
+        if not closed:
+            text += "\n(a background process still holds the output open; what it writes later is not shown)"
+        extra = {"stdout": stdout, "stderr": stderr, "interrupted": timed_out}
+        if timed_out:
+            return ToolOutput(f"Command timed out after {limit_ms} ms\n{text}".strip(), is_error=True, extra=extra)
         if proc.returncode != 0:
             return ToolOutput(f"{text}\nExit code {proc.returncode}".strip(), is_error=True, extra=extra)
         return ToolOutput(text or "(no output)", extra=extra)
+
+
+def timeout_ms(tool_input: dict[str, Any]) -> int:
+    """The `timeout` parameter: milliseconds, default 120000, at most 600000 (larger is capped)."""
+    value = int_arg(tool_input, "timeout")
+    if value is None:
+        return DEFAULT_TIMEOUT_MS
+    if value <= 0:
+        raise ToolError(f"InputValidationError: `timeout` must be a positive number of milliseconds, got {value}")
+    return min(value, MAX_TIMEOUT_MS)
+
+
+class _Capture:
+    """Reads one output stream of the command in a daemon thread, keeping what a result can show."""
+
+    KEEP = 4 * MAX_OUTPUT
+
+    def __init__(self, stream: IO[bytes] | None) -> None:
+        self.chunks: list[bytes] = []
+        self.kept = 0
+        self.thread = threading.Thread(target=self._read, args=(stream,), name="bash-output", daemon=True)
+        self.thread.start()
+
+    def _read(self, stream: IO[bytes] | None) -> None:
+        if stream is None:
+            return
+        with stream:
+            while chunk := stream.read1(65536):
+                if self.kept < self.KEEP:
+                    self.chunks.append(chunk[: self.KEEP - self.kept])
+                    self.kept += len(self.chunks[-1])
+
+    def join(self, timeout: float) -> bool:
+        self.thread.join(timeout)
+        return not self.thread.is_alive()
+
+    def text(self) -> str:
+        return b"".join(list(self.chunks)).decode("utf-8", errors="replace")

@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
-import re
+import os
 from pathlib import Path
 from typing import Any
 
 from server.agent.tools.base import ToolContext, ToolError, ToolOutput, schema, string_arg
+from server.agent.tools.patterns import glob_regex, refuse_dotdot
+from server.agent.tools.walk import walk_files
 
 MAX_RESULTS = 100
-SKIP_DIRS = {".git", "node_modules", ".venv", "__pycache__"}
-
-
-def walk_files(root: Path) -> list[Path]:
-    """Every file under `root`, skipping VCS and dependency folders and symlinked folders."""
-    found: list[Path] = []
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(folder.iterdir())
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_dir() and not entry.is_symlink():
-                if entry.name not in SKIP_DIRS:
-                    stack.append(entry)
-            elif entry.is_file():
-                found.append(entry)
-    return found
+_MAGIC = set("*?[{")
 
 
 class GlobTool:
@@ -54,11 +37,10 @@ class GlobTool:
         if not base.is_dir():
             raise ToolError(f"Path is not a directory: {base}")
         if Path(pattern).is_absolute():
-            if not pattern.startswith(str(base) + "/"):
-                raise ToolError(f"{pattern} is outside the working directory; access denied")
-            pattern = pattern[len(str(base)) + 1 :]
+            base, pattern = _split_absolute(pattern, ctx)
+        refuse_dotdot(pattern)
         regex = glob_regex(pattern)
-        matches = [p for p in walk_files(base) if regex.fullmatch(p.relative_to(base).as_posix())]
+        matches = [e.path for e in walk_files(ctx, base) if regex.fullmatch(e.path.relative_to(base).as_posix())]
         matches.sort(key=lambda p: (-_mtime(p), str(p)))
         if not matches:
             return ToolOutput("No files found")
@@ -68,45 +50,16 @@ class GlobTool:
         return ToolOutput("\n".join(lines), extra={"filenames": lines, "numFiles": len(matches)})
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A glob with `**`, `*`, `?`, `[...]` and `{a,b}` as a regex over posix relative paths."""
-    out: list[str] = []
-    i = 0
-    depth = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = pattern.find("]", i + 1)
-            if end < 0:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : end].replace("\\", "\\\\")
-                out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-                i = end
-        elif c == "{":
-            out.append("(?:")
-            depth += 1
-        elif c == "}" and depth:
-            out.append(")")
-            depth -= 1
-        elif c == "," and depth:
-            out.append("|")
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return re.compile("".join(out) + ")" * depth)
+def _split_absolute(pattern: str, ctx: ToolContext) -> tuple[Path, str]:
+    """An absolute pattern: its literal leading folders (resolved, and confined) become the folder
+    searched, the rest the pattern."""
+    parts = Path(pattern).parts[1:]
+    literal = next((i for i, part in enumerate(parts) if _MAGIC & set(part)), len(parts) - 1)
+    refuse_dotdot("/".join(parts[literal:]))
+    base = ctx.confine(os.path.join("/", *parts[:literal]), must_exist=True)
+    if not base.is_dir():
+        raise ToolError(f"Path is not a directory: {base}")
+    return base, "/".join(parts[literal:])
 
 
 def _mtime(path: Path) -> float:

@@ -1,17 +1,31 @@
-"""Grep: a regular expression over the files of the working directory (pure Python, no ripgrep)."""
+"""Grep: a regular expression (RE2 syntax, linear time) over the files of the working directory."""
 
 from __future__ import annotations
 
-import re
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from server.agent.tools.base import ToolContext, ToolError, ToolOutput, int_arg, schema, string_arg
-from server.agent.tools.glob import glob_regex, walk_files
+from server.agent.tools.base import (
+    ToolCancelled,
+    ToolContext,
+    ToolError,
+    ToolOutput,
+    ToolTimedOut,
+    int_arg,
+    refuse_special,
+    schema,
+    string_arg,
+)
+from server.agent.tools.patterns import LinePattern, glob_regex, refuse_dotdot
+from server.agent.tools.walk import Entry, walk_files
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 DEFAULT_HEAD = 250
 MODES = ("files_with_matches", "content", "count")
+CHECK_EVERY = 2000
+"""Matching lines between two checks for cancellation or the deadline."""
 
 
 class GrepTool:
@@ -21,7 +35,7 @@ class GrepTool:
     def schema(self) -> dict[str, Any]:
         return schema(
             self.name,
-            "Searches file contents with a regular expression. output_mode: files_with_matches "
+            "Searches file contents with a regular expression (RE2 syntax). output_mode: files_with_matches "
             "(default), content (matching lines) or count.",
             {
                 "pattern": {"type": "string", "description": "The regular expression to search for"},
@@ -37,28 +51,31 @@ class GrepTool:
 
     def run(self, tool_input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         pattern = string_arg(tool_input, "pattern") or ""
-        flags = re.IGNORECASE if tool_input.get("-i") else 0
-        try:
-            regex = re.compile(pattern, flags)
-        except re.error as exc:
-            raise ToolError(f"Invalid regular expression {pattern!r}: {exc}") from exc
+        regex = LinePattern(pattern, ignore_case=bool(tool_input.get("-i")))
         mode = tool_input.get("output_mode") or "files_with_matches"
         if mode not in MODES:
             raise ToolError(f"InputValidationError: output_mode must be one of {', '.join(MODES)}")
         base = ctx.confine(string_arg(tool_input, "path", required=False) or str(ctx.cwd), must_exist=True)
-        files = [base] if base.is_file() else walk_files(base)
+        files: Iterable[Entry]
+        if base.is_dir():
+            files = walk_files(ctx, base)
+        else:
+            refuse_special(base)
+            files = [Entry(base, base, False, False, False)]
         file_glob = string_arg(tool_input, "glob", required=False)
         if file_glob:
+            refuse_dotdot(file_glob, "Grep's glob")
             g = glob_regex(file_glob)
-            files = [f for f in files if g.fullmatch(f.name) or g.fullmatch(_rel(f, base))]
+            files = [f for f in files if g.fullmatch(f.path.name) or g.fullmatch(_rel(f.path, base))]
         head = int_arg(tool_input, "head_limit") or DEFAULT_HEAD
         lines: list[str] = []
         hits = 0
-        for path in sorted(files):
-            found = _search(path, regex)
+        for entry in sorted(files, key=lambda e: e.path):
+            found = _search(ctx, entry, regex)
             if not found:
                 continue
             hits += 1
+            path = entry.path
             if mode == "files_with_matches":
                 lines.append(str(path))
             elif mode == "count":
@@ -81,14 +98,22 @@ def _rel(path: Path, base: Path) -> str:
         return path.name
 
 
-def _search(path: Path, regex: re.Pattern[str]) -> list[tuple[int, str]]:
+def _search(ctx: ToolContext, entry: Entry, regex: LinePattern) -> list[tuple[int, str]]:
+    """Matching lines of one file; a file that is too big, binary, unreadable or no longer inside is skipped."""
+    ctx.checkpoint()
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
+        if os.stat(entry.real).st_size > MAX_FILE_BYTES:
             return []
-        data = path.read_bytes()
-    except OSError:
+        data = ctx.read_bytes(entry.real, limit=MAX_FILE_BYTES + 1)
+    except (ToolTimedOut, ToolCancelled):
+        raise
+    except (OSError, ToolError):
         return []
-    if b"\x00" in data[:8192]:
+    if len(data) > MAX_FILE_BYTES or b"\x00" in data[:8192]:
         return []
-    text = data.decode("utf-8", errors="replace")
-    return [(i, line) for i, line in enumerate(text.splitlines(), 1) if regex.search(line)]
+    found: list[tuple[int, str]] = []
+    for number, line in regex.matching_lines(data.decode("utf-8", errors="replace")):
+        if len(found) % CHECK_EVERY == 0:
+            ctx.checkpoint()
+        found.append((number, line.removesuffix("\r")))
+    return found

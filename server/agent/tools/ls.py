@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from server.agent.tools.base import ToolContext, ToolError, ToolOutput, schema, string_arg
-from server.agent.tools.glob import SKIP_DIRS, glob_regex
+from server.agent.tools.patterns import glob_regex
+from server.agent.tools.walk import SKIP_DIRS, list_dir
 
 MAX_ENTRIES = 1000
 
@@ -30,12 +31,14 @@ class LSTool:
         if not folder.is_dir():
             raise ToolError(f"Not a directory: {folder}")
         ignore = [glob_regex(p) for p in tool_input.get("ignore") or [] if isinstance(p, str)]
-        entries = sorted(
-            e for e in folder.iterdir() if e.name not in SKIP_DIRS and not any(r.fullmatch(e.name) for r in ignore)
-        )
+        entries = [
+            e
+            for e in list_dir(ctx, folder)
+            if e.path.name not in SKIP_DIRS and not any(r.fullmatch(e.path.name) for r in ignore)
+        ]
         lines = [f"- {folder}/"]
         for entry in entries[:MAX_ENTRIES]:
-            lines.append(f"  - {entry.name}{'/' if entry.is_dir() else ''}")
+            lines.append(f"  - {entry.path.name}{'/' if entry.is_dir else ''}")
         if len(entries) > MAX_ENTRIES:
             lines.append(f"  (and {len(entries) - MAX_ENTRIES} more)")
         return ToolOutput("\n".join(lines))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.agent.tools.base import ToolContext, ToolError, ToolOutput, int_arg, schema, string_arg
+from server.agent.tools.base import ToolContext, ToolError, ToolOutput, int_arg, refuse_special, schema, string_arg
 
 MAX_BYTES = 256 * 1024
 DEFAULT_LIMIT = 2000
@@ -35,14 +35,16 @@ class ReadTool:
             raise ToolError(f"EISDIR: illegal operation on a directory, read '{path}'")
         offset = max(1, int_arg(tool_input, "offset") or 1)
         limit = int_arg(tool_input, "limit") or DEFAULT_LIMIT
-        data = path.read_bytes()
-        if b"\x00" in data[:8192]:
-            raise ToolError(f"{raw} looks like a binary file; Read shows text files only")
-        if len(data) > MAX_BYTES and "limit" not in tool_input and "offset" not in tool_input:
+        refuse_special(path)
+        size = path.stat().st_size
+        if size > MAX_BYTES and "limit" not in tool_input and "offset" not in tool_input:
             raise ToolError(
-                f"File content ({len(data)} bytes) exceeds maximum allowed size ({MAX_BYTES} bytes). "
+                f"File content ({size} bytes) exceeds maximum allowed size ({MAX_BYTES} bytes). "
                 "Use offset and limit to read it in parts."
             )
+        data = ctx.read_bytes(path)
+        if b"\x00" in data[:8192]:
+            raise ToolError(f"{raw} looks like a binary file; Read shows text files only")
         text = data.decode("utf-8", errors="replace")
         if not text:
             return ToolOutput(

@@ -29,8 +29,9 @@ class WriteTool:
         if path.is_dir():
             raise ToolError(f"{raw} is a directory")
         existed = path.exists()
+        ctx.checkpoint()
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
+        ctx.write_text(path, content)
         verb = "updated" if existed else "created"
         return ToolOutput(
             f"File {verb} successfully at: {raw}",
@@ -62,7 +63,9 @@ class EditTool:
         path = ctx.confine(raw, must_exist=True)
         if old == new:
             raise ToolError("No changes to make: old_string and new_string are exactly the same.")
-        text = path.read_text(encoding="utf-8")
+        if path.is_dir():
+            raise ToolError(f"{raw} is a directory")
+        text = ctx.read_bytes(path).decode("utf-8")
         count = text.count(old) if old else 0
         if count == 0:
             raise ToolError(f"String to replace not found in file.\nString: {old}")
@@ -71,9 +74,7 @@ class EditTool:
                 f"Found {count} matches of the string to replace, but replace_all is false. "
                 "Set replace_all to true or give more context to make it unique."
             )
-        path.write_text(
-            text.replace(old, new) if tool_input.get("replace_all") else text.replace(old, new, 1), encoding="utf-8"
-        )
+        ctx.write_text(path, text.replace(old, new) if tool_input.get("replace_all") else text.replace(old, new, 1))
         return ToolOutput(
             f"The file {raw} has been updated.", extra={"filePath": raw, "oldString": old, "newString": new}
         )

@@ -1,0 +1,77 @@
+"""Listing and walking folders under the sandbox rule of `base`: what a listing shows and what a
+walk visits really lies inside the root; symlinked folders are not followed, and FIFOs, sockets
+and devices are passed over, so a walk never reads or blocks on anything outside or special."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from server.agent.tools.base import ToolCancelled, ToolContext, ToolError, ToolTimedOut
+
+SKIP_DIRS = {".git", "node_modules", ".venv", "__pycache__"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: Path
+    """As met in the folder (a symlink's own path)."""
+    real: Path
+    """What it is (a symlink's target), always inside the root."""
+    is_dir: bool
+    is_link: bool
+    special: bool
+    """A FIFO, socket or device: listed by name, never read."""
+
+
+def list_dir(ctx: ToolContext, folder: Path) -> list[Entry]:
+    """The entries of `folder` (a real path inside the root) that the rule admits, sorted by name."""
+    ctx.checkpoint()
+    fd = ctx.open_dir(folder)
+    kinds: list[tuple[str, bool, bool, bool]] = []
+    try:
+        with os.scandir(fd) as it:
+            for e in it:  # the entry types are read while the folder is open (some need a stat in it)
+                try:
+                    link = e.is_symlink()
+                    kinds.append(
+                        (e.name, link, not link and e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+                    )
+                except OSError:
+                    continue
+    finally:
+        os.close(fd)
+    found: list[Entry] = []
+    for name, link, is_dir, is_file in sorted(kinds):
+        ctx.checkpoint()
+        path = folder / name
+        if not link:
+            found.append(Entry(path, path, is_dir, False, not (is_dir or is_file)))
+            continue
+        real = ctx.admits(path)
+        if real is None or not real.exists():
+            continue
+        found.append(Entry(path, real, real.is_dir(), True, not (real.is_dir() or real.is_file())))
+    return found
+
+
+def walk_files(ctx: ToolContext, base: Path) -> Iterator[Entry]:
+    """Every regular file under `base` the rule admits, skipping VCS and dependency folders;
+    symlinked folders are not entered, a symlinked file is yielded only if its target is inside."""
+    stack = [base]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list_dir(ctx, folder)
+        except (ToolTimedOut, ToolCancelled):
+            raise
+        except (OSError, ToolError):
+            continue  # unreadable, or swapped for a way out since it was listed
+        for entry in entries:
+            if entry.is_dir:
+                if not entry.is_link and entry.path.name not in SKIP_DIRS:
+                    stack.append(entry.path)
+            elif not entry.special:
+                yield entry
