@@ -12,7 +12,14 @@ import orjson
 from storage.errors import InvalidArgument
 from storage.paths import default_projects_dir
 
-EXAMPLE_PROJECTS = Path(__file__).resolve().parents[2] / "examples" / "projects"
+def _example_projects() -> Path:
+    """The bundled example projects folder: inside the installed package (a wheel ships it as
+    `server/example_projects`), else in the checkout's `examples/projects`."""
+    packaged = Path(__file__).resolve().parents[1] / "example_projects"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "examples" / "projects"
+
+
+EXAMPLE_PROJECTS = _example_projects()
 
 
 class CommandError(InvalidArgument):
