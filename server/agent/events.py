@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-EventKind = Literal["session", "text", "tool_call", "tool_result", "retry", "done"]
+EventKind = Literal["session", "text", "tool_call", "tool_result", "permission", "retry", "done"]
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,7 @@ class TurnEvent:
     - text: {text} (a streamed delta of the reply)
     - tool_call: {id, name, input}
     - tool_result: {id, name, isError, content} (content cut to 2,000 characters)
+    - permission: {id, name, decision} (allow, allowSession or deny)
     - retry: {attempt, error}
     - done: the TurnResult JSON plus {stopReason, cancelled}
     """

@@ -9,15 +9,18 @@ worker thread and cancels it through a CancelToken (or a threading.Event).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from server.agent.cancel import CancelToken, TurnCancelled, as_token
 from server.agent.context import TurnContext
 from server.agent.cost import cost_state
 from server.agent.events import TurnEvent, TurnResult
+from server.agent.permissions import Ask, PermissionAsk, SessionGrants
 from server.agent.providers.base import ModelProvider, ModelRequest
 from server.agent.providers.choose import CLAUDE_CLI, make_provider
 from server.agent.request import TurnRequest
@@ -28,6 +31,7 @@ from server.agent.tools.runner import ToolCall, run_calls
 from storage.apiform import NO_RESPONSE
 from storage.resume import last_model, resume
 
+log = logging.getLogger(__name__)
 EventSink = Callable[[TurnEvent], None]
 PREVIEW = 2000
 
@@ -38,9 +42,13 @@ def run_turn(
     on_event: EventSink | None = None,
     cancel: CancelToken | threading.Event | None = None,
     provider: ModelProvider | None = None,
+    ask: Ask | None = None,
+    grants: SessionGrants | None = None,
 ) -> TurnResult:
     """Run one turn. Raises ProviderError (no key, bad key, overloaded after retries, network),
-    SessionNotFound, or ValueError for a bad request; the prompt stays recorded in those cases."""
+    SessionNotFound, or ValueError for a bad request; the prompt stays recorded in those cases.
+    With `ask`, every tool is offered and a writer not allowed in `request.tools` (nor granted for
+    the session in `grants`) runs only if `ask` allows it (`server.agent.permissions`)."""
     emit = on_event or (lambda _e: None)
     token = as_token(cancel)
     stop_watch = _watch_event(cancel, token)
@@ -50,14 +58,17 @@ def run_turn(
         )
         if getattr(chosen, "name", "") == CLAUDE_CLI:
             return chosen.run_turn(request, on_event=emit, cancel=token)  # type: ignore[attr-defined]
-        tools = make_tools(request.tools)
+        allowed = make_tools(request.tools)
+        tools = make_tools(("all",)) if ask is not None else allowed
+        gated = frozenset(tools) - frozenset(allowed)
         session = open_session(request)
         if provider is None and request.model is None and getattr(chosen, "name", "") == "anthropic":
             # as the CLI does, a resumed session goes on with the model that last answered in it
             last = last_model(session.recorder.path) if session.recorder.path.exists() else None
             if last and last != chosen.model:
                 chosen = make_provider(request.provider, model=last, env=request.env, base_url=request.base_url)
-        return _Turn(request, session, chosen, tools, emit, token).run()
+        permits = _Permits(ask, grants or SessionGrants(), gated)
+        return _Turn(request, session, chosen, tools, emit, token, permits).run()
     finally:
         stop_watch()
 
@@ -78,6 +89,14 @@ def _watch_event(cancel: object, token: CancelToken) -> Callable[[], None]:
     return done.set
 
 
+@dataclass
+class _Permits:
+    ask: Ask | None
+    grants: SessionGrants
+    gated: frozenset[str]
+    """Tools offered that need the person's yes first."""
+
+
 class _Turn:
     def __init__(
         self,
@@ -87,8 +106,11 @@ class _Turn:
         tools: dict[str, Tool],
         emit: EventSink,
         cancel: CancelToken,
+        permits: _Permits,
     ) -> None:
         self.request = request
+        self.permits = permits
+        self.denied = False
         self.session = session
         self.rec = session.recorder
         self.provider = provider
@@ -180,7 +202,7 @@ class _Turn:
             if not calls:
                 return
             results = self._run_tools(calls)
-            if self.cancel.cancelled:
+            if self.cancel.cancelled or self.denied:
                 return
             messages.append({"role": "user", "content": results})
         self.texts.append(f"(stopped after {self.request.max_steps} model responses)")
@@ -190,9 +212,31 @@ class _Turn:
         text = "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
         self.texts.append(text)
 
+    def _permitted(self, calls: list[ToolCall]) -> list[ToolCall]:
+        """The calls that may run: those before the first one the person denies (all if none)."""
+        p = self.permits
+        sid = self.rec.session_id
+        for n, call in enumerate(calls):
+            if call.name not in p.gated or p.grants.allowed(sid, call.name) or p.ask is None:
+                continue
+            try:
+                decision = p.ask(PermissionAsk(sid, call.name, call.id, call.input, str(self.session.cwd)))
+            except Exception:  # noqa: BLE001 - no answer is a denial
+                log.warning("asking permission for %s failed; denied", call.name, exc_info=True)
+                decision = "deny"
+            self.emit(TurnEvent("permission", {"id": call.id, "name": call.name, "decision": decision}))
+            if decision == "allowSession":
+                p.grants.grant(sid, call.name)
+            elif decision != "allow":
+                self.denied = True
+                return calls[:n]
+        return calls
+
     def _run_tools(self, calls: list[ToolCall]) -> list[dict[str, Any]]:
         for call in calls:
             self.emit(TurnEvent("tool_call", {"id": call.id, "name": call.name, "input": call.input}))
+        asked = calls
+        calls = self._permitted(calls)
 
         def reported(call: ToolCall, out: ToolOutput) -> None:
             self.emit(
@@ -212,8 +256,12 @@ class _Turn:
         if blocks:
             extras = [outputs[c.id].extra if outputs[c.id].extra is not None else outputs[c.id].content for c in done]
             self.result.appended += self.rec.record_tool_results(blocks, tool_use_results=extras)
-        if self.cancel.cancelled:
-            self._interrupted(for_tool_use=len(done) < len(calls))
+        if self.denied:  # as the CLI records a "No": the rest rejected, then the interruption
+            self._interrupted(for_tool_use=True)
+            self.result.cancelled = False
+            self.result.stop_reason = "denied"
+        elif self.cancel.cancelled:
+            self._interrupted(for_tool_use=len(done) < len(asked))
         return blocks
 
     def _interrupted(self, *, for_tool_use: bool) -> None:

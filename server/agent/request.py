@@ -29,6 +29,8 @@ class TurnRequest:
     max_steps: int = 50
     """Model responses per turn at most (each tool round is one)."""
     base_url: str | None = None
+    ask_permission: bool = False
+    """Offer Bash/Edit/Write too, asking the person before each one not in `tools` runs."""
     env: dict[str, str] | None = field(default=None, repr=False)
     """Environment for provider choice and keys (default: os.environ)."""
 
@@ -48,6 +50,7 @@ class TurnRequest:
             "maxSteps",
             "projectsDir",
             "workDoneToken",
+            "askPermission",
         }
         unknown = sorted(set(params) - known)
         if unknown:
@@ -65,6 +68,9 @@ class TurnRequest:
         tools = params.get("tools") or []
         if not isinstance(tools, list) or not all(isinstance(t, str) and t in OPT_IN_TOOLS for t in tools):
             raise InvalidArgument(f"parameter 'tools' must be a list of {', '.join(OPT_IN_TOOLS)}")
+        ask = params.get("askPermission", False)
+        if not isinstance(ask, bool):
+            raise InvalidArgument("parameter 'askPermission' must be true or false")
         steps = params.get("maxSteps", 50)
         if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 500:
             raise InvalidArgument("parameter 'maxSteps' must be an integer from 1 to 500")
@@ -77,6 +83,7 @@ class TurnRequest:
             model=_text(params, "model"),
             tools=tuple(tools),
             max_steps=steps,
+            ask_permission=ask,
         )
 
 

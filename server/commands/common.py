@@ -12,6 +12,7 @@ import orjson
 from storage.errors import InvalidArgument
 from storage.paths import default_projects_dir
 
+
 def _example_projects() -> Path:
     """The bundled example projects folder: inside the installed package (a wheel ships it as
     `server/example_projects`), else in the checkout's `examples/projects`."""

@@ -7,10 +7,12 @@ projects folder (`server.index`) is the single source of rows and diagnostics.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
+from server.agent.cancel import CancelToken
+from server.agent.permissions import ASK_TIMEOUT, Decision, PermissionAsk, SessionGrants, parse_decision
 from server.agent.pool import TurnPool
 from server.features import navigation
 from server.features.hover import hover_markdown
@@ -126,6 +130,8 @@ class SessionServer(LanguageServer):
         self.watcher: Any = None
         self.ready = threading.Event()
         self.turns = TurnPool()
+        self.grants = SessionGrants()
+        """Tools the person allowed for the rest of a session (`sessions/permission` answers)."""
         self._views: dict[Path, tuple[int, TreeView]] = {}
         self._lock = threading.RLock()
         self._ending = threading.Lock()
@@ -571,12 +577,34 @@ def _progress_message(event: dict[str, Any]) -> str | None:
     return None
 
 
+def _ask_permission(
+    ls: SessionServer, loop: asyncio.AbstractEventLoop, ask: PermissionAsk, cancel: CancelToken
+) -> Decision:
+    """Ask the editor (`sessions/permission`) from a turn thread; no answer in ASK_TIMEOUT seconds,
+    a cancelled turn or a failed request is a denial."""
+
+    async def send() -> Any:
+        return await ls.protocol.send_request_async("sessions/permission", ask.to_json())
+
+    future = asyncio.run_coroutine_threadsafe(send(), loop)
+    deadline = time.monotonic() + ASK_TIMEOUT
+    while not cancel.cancelled and time.monotonic() < deadline:
+        try:
+            return parse_decision(to_plain(future.result(timeout=0.1)))
+        except concurrent.futures.TimeoutError:
+            continue
+        except Exception:  # noqa: BLE001 - the client refused or failed: deny
+            log.warning("sessions/permission failed; denying", exc_info=True)
+            return "deny"
+    future.cancel()
+    return "deny"
+
+
 @server.feature("sessions/runTurn")
 async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
     """Run one agent turn on a turn thread (at most `TurnPool.limit` at once); progress streams the
     reply; $/cancelRequest stops it (the turn records the interruption, waited for at most
     CANCEL_GRACE seconds, then the request is answered as cancelled)."""
-    from server.agent.cancel import CancelToken
     from server.agent.loop import run_turn
     from server.agent.request import TurnRequest
 
@@ -606,7 +634,10 @@ async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
         ls.work_done_progress.begin(work_token, lsp.WorkDoneProgressBegin(title="Agent turn", cancellable=True))
     try:
         try:
-            future = ls.turns.submit(lambda: run_turn(request, on_event=on_event, cancel=token), token)
+            ask = (lambda a: _ask_permission(ls, loop, a, token)) if request.ask_permission else None
+            future = ls.turns.submit(
+                lambda: run_turn(request, on_event=on_event, cancel=token, ask=ask, grants=ls.grants), token
+            )
             waiting = asyncio.wrap_future(future)
             result = await asyncio.shield(waiting)
         except asyncio.CancelledError:

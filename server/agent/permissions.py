@@ -1,0 +1,81 @@
+"""Asking the person before a tool the turn was not allowed up front (Bash, Edit, Write) runs.
+
+The turn offers every tool when it has someone to ask. Before a response's calls run, each call of
+a tool not yet allowed is put to `ask` (the language server sends `sessions/permission` to the
+editor); the answer is `allow` (this call), `allowSession` (this tool for the rest of the session,
+remembered by the caller's `SessionGrants`) or `deny`. No answer in time is a denial. A denial
+ends the turn the way the CLI records a "No" at its prompt: the calls allowed before it run, the
+denied call and those after it get the CLI's rejected result, then
+`[Request interrupted by user for tool use]`, so the real CLI resumes the file.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Decision = Literal["allow", "allowSession", "deny"]
+DECISIONS: tuple[Decision, ...] = ("allow", "allowSession", "deny")
+ASK_TIMEOUT = 120.0
+"""Seconds the person has to answer; then the call is denied."""
+
+
+@dataclass(frozen=True)
+class PermissionAsk:
+    session_id: str
+    tool: str
+    tool_use_id: str
+    input: dict[str, Any]
+    cwd: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "tool": self.tool,
+            "toolUseId": self.tool_use_id,
+            "input": self.input,
+            "cwd": self.cwd,
+            "preview": preview(self.tool, self.input),
+        }
+
+
+Ask = Callable[[PermissionAsk], Decision]
+
+
+def preview(tool: str, tool_input: dict[str, Any]) -> str:
+    """What the person is asked about: the command, or the edit as a small diff."""
+    if tool == "Bash":
+        return str(tool_input.get("command", ""))
+    if tool == "Write":
+        return f"write {tool_input.get('file_path')}:\n" + "".join(
+            f"+{line}\n" for line in str(tool_input.get("content", "")).splitlines()
+        )
+    if tool == "Edit":
+        old = "".join(f"-{line}\n" for line in str(tool_input.get("old_string", "")).splitlines())
+        new = "".join(f"+{line}\n" for line in str(tool_input.get("new_string", "")).splitlines())
+        return f"edit {tool_input.get('file_path')}:\n{old}{new}"
+    return str(tool_input)
+
+
+@dataclass
+class SessionGrants:
+    """Tools allowed for the rest of a session, by session id (kept by the server across turns)."""
+
+    by_session: dict[str, set[str]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def allowed(self, session_id: str, tool: str) -> bool:
+        with self._lock:
+            return tool in self.by_session.get(session_id, set())
+
+    def grant(self, session_id: str, tool: str) -> None:
+        with self._lock:
+            self.by_session.setdefault(session_id, set()).add(tool)
+
+
+def parse_decision(answer: Any) -> Decision:
+    """The client's answer (`{decision}`) as a Decision; anything else is a denial."""
+    decision = answer.get("decision") if isinstance(answer, dict) else getattr(answer, "decision", None)
+    return decision if decision in DECISIONS else "deny"
