@@ -14,6 +14,7 @@ COMMAND_MODULES = (
     "server.commands.check",
     "server.commands.serve",
     "server.commands.turn",
+    "server.commands.store",
 )
 
 

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+from storage.store_materialize import StoreSession
 from storage.store_schema import check_schema_name, migrate, require_schema
 from storage.store_summary import fold_summary
 
@@ -337,3 +338,25 @@ class PostgresSessionStore:
                 (session_id,),
             )
             return [r[0] for r in await cur.fetchall()]
+
+    async def load_project(self, project_key: str) -> list[StoreSession]:
+        """Every session of a project with its subkeys, in one query (for listing a whole store)."""
+        async with self._connection() as conn:
+            cur = await conn.execute(
+                f"SELECT s.session_id, s.subpath, s.mtime, e.entry::text FROM {self._t('streams')} s "
+                f"JOIN {self._t('entries')} e ON e.stream_id = s.id WHERE s.project_key = %s "
+                "ORDER BY s.session_id, s.subpath, e.seq",
+                (project_key,),
+            )
+            rows = await cur.fetchall()
+        sessions: dict[str, StoreSession] = {}
+        for sid, subpath, mtime, text in rows:
+            session = sessions.get(sid)
+            if session is None:
+                session = sessions[sid] = StoreSession(project_key, sid, [])
+            if subpath:
+                session.subkeys.setdefault(subpath, []).append(json.loads(text))
+            else:
+                session.entries.append(json.loads(text))
+                session.mtime = int(mtime)
+        return [s for s in sessions.values() if s.entries]
