@@ -187,8 +187,10 @@ class PostgresSessionStore:
             self._pool = pool
 
     async def close(self) -> None:
+        """Close the pool. A pool opened in an event loop that is gone (a previous `asyncio.run`)
+        cannot be closed from another one: it is dropped, and its connections with it."""
         pool, self._pool = self._pool, None
-        if pool is not None:
+        if pool is not None and self._loop is asyncio.get_running_loop():
             await pool.close()
 
     async def __aenter__(self) -> PostgresSessionStore:
