@@ -213,6 +213,8 @@ class PostgresSessionStore:
             raise StoreUnavailable(f"no connection to {self._where()} within {self.connect_timeout:g} s") from exc
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(f"{self._where()}: {str(exc).strip()}") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"{self._where()}: {str(exc).strip()}") from exc
 
     def _t(self, table: str) -> str:
         return f"{self.schema}.{table}"

@@ -217,3 +217,25 @@ def test_silent_server_gives_a_timeout_error_not_a_hang() -> None:
     assert isinstance(outcome[0], StoreUnavailable)
     assert "cannot connect" in str(outcome[0]) and "timeout" in str(outcome[0]).lower()
     assert held, "the store never reached the silent server"
+
+
+async def test_a_select_only_role_reads_and_cannot_write(pg_server, pg_schema) -> None:
+    """The README's split: agents write, a reader role with SELECT only can list and read."""
+    import psycopg
+
+    async with PostgresSessionStore(pg_server.url(), schema=pg_schema) as s:
+        await s.append(KEY, [e("a", 1)])
+    role = f"reader_{pg_schema[-8:]}"
+    with psycopg.connect(pg_server.url(), autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT USAGE ON SCHEMA {pg_schema} TO {role}")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {pg_schema} TO {role}")
+    reader_url = pg_server.url().replace("postgres@", f"{role}@")
+    async with PostgresSessionStore(reader_url, schema=pg_schema, read_only=True) as ro:
+        assert await ro.list_sessions(KEY["project_key"]) != []
+        assert await ro.load(KEY) == [e("a", 1)]
+    async with PostgresSessionStore(reader_url, schema=pg_schema) as rw:
+        with pytest.raises(StoreError, match="permission denied"):
+            await rw.append(KEY, [e("b", 2)])
+    async with PostgresSessionStore(pg_server.url(), schema=pg_schema) as s:
+        assert await s.load(KEY) == [e("a", 1)]
