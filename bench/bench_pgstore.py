@@ -105,7 +105,7 @@ async def timed(label: str, make: Any, repeat: int = 3) -> Any:
 
 
 async def listing(url: str, schema: str) -> None:
-    from claude_agent_sdk._internal.sessions import list_sessions_from_store
+    from claude_agent_sdk import list_sessions_from_store
 
     store = PostgresSessionStore(url, schema=schema, read_only=True)
     await store.open()

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk._internal.session_summary import fold_session_summary
+from claude_agent_sdk import fold_session_summary
 from claude_agent_sdk.testing import run_session_store_conformance
 
 from storage.pgstore import PostgresSessionStore, StoreError, StoreUnavailable

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk import ClaudeAgentOptions, query
-from claude_agent_sdk._internal.session_summary import fold_session_summary
-from claude_agent_sdk._internal.sessions import (
+from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    fold_session_summary,
     get_session_messages_from_store,
     list_sessions_from_store,
     project_key_for_directory,
+    query,
 )
 from realcli import claude_env, find_claude
 from test_interop_write import assert_cli_sees

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk._internal.session_summary import fold_session_summary
+from claude_agent_sdk import fold_session_summary
 
 from storage.store_summary import fold_summary
 
