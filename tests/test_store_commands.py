@@ -100,6 +100,15 @@ def test_chain_store_equals_chain_of_the_file(corpus_store, pg_schema) -> None:
         assert {**ours, "path": None} == {**want, "path": None}, main.name
 
 
+def test_chain_store_continue_takes_the_projects_latest_session(corpus_store, pg_schema) -> None:
+    got = cli(
+        "chain", "--continue", "--cwd", "/Users/me/shop", "--store", corpus_store, "--store-schema", pg_schema, "--json"
+    )
+    assert got.returncode == 0, got.stderr
+    # mirrored in name order, so the last written session of /Users/me/shop is d864acd2
+    assert json.loads(got.stdout)["sessionId"] == "d864acd2-d28b-43ce-b430-2208a10860fe"
+
+
 def test_chain_store_errors_are_one_line(corpus_store, pg_schema) -> None:
     missing = cli("chain", "00000000-0000-4000-8000-000000000000", "--store", corpus_store, "--store-schema", pg_schema)
     assert missing.returncode == 2 and "no session 00000000-0000-4000-8000-000000000000" in missing.stderr

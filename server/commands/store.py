@@ -13,7 +13,6 @@ psycopg is imported only when a store is opened.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import tempfile
@@ -46,18 +45,20 @@ def open_store(args: argparse.Namespace, *, read_only: bool = True) -> Any:
     url = args.store
     if not url.startswith(("postgresql://", "postgres://")):
         raise CommandError(f"unsupported store {url!r}: give a postgresql:// URL")
-    try:
-        from storage.pgstore import PostgresSessionStore
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise CommandError(f"the PostgreSQL store needs psycopg: pip install 'session-lsp[pg]' ({exc})") from exc
+    from storage.pgstore import PostgresSessionStore
+
     try:
         return PostgresSessionStore(url, schema=args.store_schema, read_only=read_only, max_size=2)
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise CommandError(f"the PostgreSQL store needs psycopg: pip install 'session-lsp[pg]' ({exc})") from exc
     except ValueError as exc:
         raise CommandError(str(exc)) from exc
 
 
 def run(coro: Any) -> Any:
     """Run a store coroutine, turning store errors into one-line command errors."""
+    import asyncio
+
     from storage.pgstore import StoreError
     from storage.store_materialize import LocalFileExists, StoreSessionNotFound
     from storage.store_schema import SchemaError
