@@ -168,3 +168,14 @@ def test_pull_writes_what_the_sdk_materialises_for_a_resume(corpus_store, pg_sch
     clash = cli("pull", sid, "--store", corpus_store, "--store-schema", pg_schema, "--projects-dir", str(local))
     assert clash.returncode == 2 and "not overwritten" in clash.stderr
     assert main.read_bytes() == before
+
+
+def test_the_command_line_does_not_import_psycopg_unless_a_store_is_used() -> None:
+    code = (
+        "import sys, server.cli; server.cli.build_parser(); "
+        "server.cli.main(['list', '--projects-dir', sys.argv[1], '--json']); "
+        "assert 'psycopg' not in sys.modules and 'storage.pgstore' not in sys.modules, 'imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(CORPUS)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)
