@@ -3,8 +3,8 @@
 Pass a `PostgresSessionStore` as `ClaudeAgentOptions(session_store=...)`: the SDK mirrors every
 transcript line the CLI writes to `append()`, and a store-backed resume reads them back with
 `load()`. All six methods of the protocol are here (`append`, `load`, `list_sessions`,
-`list_session_summaries`, `delete`, `list_subkeys`), plus `list_project_keys` and `find_session`
-for our command line.
+`list_session_summaries`, `delete`, `list_subkeys`), plus `list_project_keys`, `find_session`
+and `load_project` for our command line.
 
 Guarantees:
 - One `append()` is one transaction: a batch is stored whole or not at all.
@@ -18,6 +18,15 @@ Guarantees:
 - Main-transcript summaries are folded inside the same transaction (`store_summary`), stamped
   with the same write time that `list_sessions()` reports.
 - An unreachable database fails within `connect_timeout` seconds with `StoreUnavailable`.
+
+Who can read what: the tables hold whole transcripts (prompts, replies, tool inputs and outputs,
+so whatever secrets an agent saw) in plain text. Any role with SELECT on the schema reads every
+session of every project in it; `project_key` is not an access boundary. Agents need to write
+(and, once, to create the schema); `read_only=True` (used by `session-lsp list/chain --store`)
+needs only SELECT. The README's "Sessions in PostgreSQL" gives a role split.
+
+A pool belongs to the event loop that opened it; a store used again under a new loop (another
+`asyncio.run`) opens a new pool and drops the old one.
 
 The store needs `psycopg` and `psycopg-pool` (the `pg` extra); it imports them when created.
 """
