@@ -24,7 +24,12 @@ RUN_AS = "postgres"
 
 
 def pg_bin(name: str) -> str | None:
-    """`initdb`/`pg_ctl`/`postgres` on the PATH or in Debian's /usr/lib/postgresql/*/bin."""
+    """`initdb`/`pg_ctl`/`postgres` in $SLSP_PG_BINDIR when set, else on the PATH or in Debian's
+    /usr/lib/postgresql/*/bin."""
+    bindir = os.environ.get("SLSP_PG_BINDIR")
+    if bindir:
+        candidate = os.path.join(bindir, name)
+        return candidate if os.access(candidate, os.X_OK) else None
     found = shutil.which(name)
     if found:
         return found
