@@ -99,7 +99,7 @@ async def _materialise_projects(store: Any, keys: list[str] | None, root: Path) 
     try:
         for key in keys if keys is not None else await store.list_project_keys():
             for session in await store.load_project(key):
-                path = write_session(root, session)
+                path = write_session(root, session, scratch=True)
                 mtime = session.mtime / 1000
                 os.utime(path, (mtime, mtime))
     finally:
@@ -170,7 +170,7 @@ def cmd_chain_store(args: argparse.Namespace) -> int:
     session = run(_load_named(open_store(args), args))
     with tempfile.TemporaryDirectory(prefix="slsp-store-") as tmp:
         root = Path(tmp)
-        path = write_session(root, session)
+        path = write_session(root, session, scratch=True)
         resumed = load_resumed(path, bare=args.bare)
         if args.json:
             out = resumed.to_json()
