@@ -46,3 +46,31 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.outcome = "failed"
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.longrepr = f"skipped under CI, which counts as a failure: {reason}"
+
+
+@pytest.fixture(scope="session")
+def pg_server():  # type: ignore[no-untyped-def]
+    """A real PostgreSQL server for the session (tests/pg.py). Under CI a test that needs one
+    fails when it cannot start; elsewhere it skips loudly."""
+    import os
+
+    from pg import start_server
+
+    try:
+        server = start_server()
+    except Exception as exc:  # noqa: BLE001 - any reason is reported
+        if os.environ.get("CI"):
+            pytest.fail(f"POSTGRESQL NOT AVAILABLE under CI: {exc}")
+        pytest.skip(f"POSTGRESQL NOT AVAILABLE: {exc}")
+    yield server
+    server.remove()
+
+
+@pytest.fixture
+def pg_schema(request: pytest.FixtureRequest) -> str:
+    """A schema name of its own for one test (stores of one test share it)."""
+    import re
+    import uuid
+
+    base = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
+    return f"t_{base}_{uuid.uuid4().hex[:8]}"

@@ -15,6 +15,7 @@ from server.commands.common import (
     print_json,
     projects_dir,
 )
+from server.commands.store import add_store_option
 from storage.lookup import SessionNotFound, find_continue, resolve_session
 from storage.paths import candidate_project_dirs, default_projects_dir, resolve_cwd
 from storage.resume import NotATranscript, Resumed, resume
@@ -24,6 +25,7 @@ from storage.sessions import SessionInfo, list_sessions, text_of
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("list", help="list sessions, newest first")
     add_projects_dir(p)
+    add_store_option(p)
     p.add_argument("--cwd", help="only the sessions of this working directory")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_list)
@@ -33,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--continue", dest="cont", action="store_true", help="the latest session of --cwd")
     p.add_argument("--cwd", default=None, help="working directory (default: the current one)")
     add_projects_dir(p)
+    add_store_option(p)
     p.add_argument("--bare", action="store_true", help="as `claude --bare --resume` sends it (no attachments)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_chain)
@@ -72,13 +75,22 @@ def _sessions(args: argparse.Namespace) -> list[SessionInfo]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.store:
+        from server.commands.store import cmd_list_store
+
+        return cmd_list_store(args)
     sessions = _sessions(args)
     if args.json:
         print_json([s.to_json() for s in sessions])
         return 0
+    print_sessions(sessions)
+    return 0
+
+
+def print_sessions(sessions: list[SessionInfo]) -> None:
     if not sessions:
         print("no sessions")
-        return 0
+        return
     print(f"{'SESSION':36}  {'MODIFIED':>9}  {'MSGS':>5}  {'SIZE':>8}  TITLE")
     for s in sessions:
         extra = f"  [fork of {s.forked_from.get('sessionId', '?')[:8]}]" if s.forked_from else ""
@@ -88,7 +100,6 @@ def cmd_list(args: argparse.Namespace) -> int:
             f"{human_size(s.size):>8}  {s.title}{extra}{subs}"
         )
         print(f"{'':36}  {s.cwd or '?'}")
-    return 0
 
 
 def _resolve(args: argparse.Namespace) -> Path:
@@ -111,6 +122,10 @@ def load_resumed(path: Path, *, bare: bool = False) -> Resumed:
 
 
 def cmd_chain(args: argparse.Namespace) -> int:
+    if args.store:
+        from server.commands.store import cmd_chain_store
+
+        return cmd_chain_store(args)
     try:
         path = _resolve(args)
     except SessionNotFound as exc:

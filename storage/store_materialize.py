@@ -1,0 +1,136 @@
+"""Write a session held in a session store into a projects folder, as the Agent SDK does before
+a store-backed resume, so every file reader (ours and `claude --resume`) takes it as it is.
+
+The layout and bytes follow the SDK's resume materialisation: the main transcript at
+`<projects>/<project_key>/<session_id>.jsonl`, one compact `json.dumps` per entry and line;
+each subkey (`subagents/agent-<id>`) as `<session_id>/<subpath>.jsonl`, its synthetic
+`agent_metadata` entries (the last one wins) as the `.meta.json` beside it, without `type`.
+Files are 0600. A subpath that would leave the session's folder is refused.
+
+Only the protocol's `load()` and `list_subkeys()` are used, so any `SessionStore` works.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class StoreSessionNotFound(Exception):
+    """The store holds no entries under the key."""
+
+
+class LocalFileExists(Exception):
+    """A different file is already where the session would go; it is left untouched."""
+
+
+@dataclass
+class StoreSession:
+    project_key: str
+    session_id: str
+    entries: list[Any]
+    subkeys: dict[str, list[Any]] = field(default_factory=dict)
+    mtime: int = 0
+    """The store's write time of the main transcript, epoch ms (0 when not known)."""
+
+
+async def load_session(store: Any, project_key: str, session_id: str) -> StoreSession:
+    """The main transcript and every subkey of a store session."""
+    entries = await store.load({"project_key": project_key, "session_id": session_id})
+    if not entries:
+        raise StoreSessionNotFound(f"no session {session_id} under project {project_key} in the store")
+    subkeys: dict[str, list[Any]] = {}
+    if callable(getattr(store, "list_subkeys", None)):
+        try:
+            names = await store.list_subkeys({"project_key": project_key, "session_id": session_id})
+        except NotImplementedError:
+            names = []
+        for subpath in names:
+            sub = await store.load({"project_key": project_key, "session_id": session_id, "subpath": subpath})
+            if sub:
+                subkeys[subpath] = sub
+    return StoreSession(project_key, session_id, entries, subkeys)
+
+
+def jsonl_bytes(entries: list[Any]) -> bytes:
+    """Entries as the SDK writes them: one compact JSON document per line, each ending in `\\n`."""
+    return "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in entries).encode("utf-8")
+
+
+def split_agent_metadata(entries: list[Any]) -> tuple[dict[str, Any] | None, list[Any]]:
+    """(the last `agent_metadata` entry or None, the transcript lines)."""
+    meta: dict[str, Any] | None = None
+    lines = []
+    for e in entries:
+        if isinstance(e, dict) and e.get("type") == "agent_metadata":
+            meta = dict(e)
+        else:
+            lines.append(e)
+    return meta, lines
+
+
+def safe_subpath(subpath: str) -> bool:
+    if not subpath or "\x00" in subpath or subpath.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", subpath):
+        return False
+    return not any(part in ("", ".", "..") for part in re.split(r"[\\/]", subpath))
+
+
+def session_files(session: StoreSession) -> dict[Path, bytes]:
+    """Relative path (under the projects folder) -> content, for every file of the session."""
+    if not safe_subpath(session.project_key) or "/" in session.project_key or "/" in session.session_id:
+        raise ValueError(f"unsafe key {session.project_key!r}/{session.session_id!r}")
+    if not safe_subpath(session.session_id):
+        raise ValueError(f"unsafe session id {session.session_id!r}")
+    project = Path(session.project_key)
+    files = {project / f"{session.session_id}.jsonl": jsonl_bytes(session.entries)}
+    for subpath, entries in session.subkeys.items():
+        if not safe_subpath(subpath):
+            raise ValueError(f"unsafe subpath {subpath!r} in the store")
+        meta, lines = split_agent_metadata(entries)
+        base = project / session.session_id / subpath
+        if lines:
+            files[base.with_name(base.name + ".jsonl")] = jsonl_bytes(lines)
+        if meta is not None:
+            meta.pop("type", None)
+            files[base.with_name(base.name + ".meta.json")] = json.dumps(meta).encode("utf-8")
+    return files
+
+
+def write_session(projects_dir: Path, session: StoreSession, *, scratch: bool = False) -> Path:
+    """Write the session's files under `projects_dir`; returns the main transcript's path.
+
+    A file already there with the same content is kept; one with other content is not touched
+    and `LocalFileExists` is raised before anything is written. Each file appears whole (written
+    aside, then linked into place). `scratch=True` is for a temporary folder of our own: files
+    are created directly (still never over an existing one), which is much faster in bulk."""
+    files = {Path(projects_dir) / rel: data for rel, data in session_files(session).items()}
+    if scratch:
+        made: set[Path] = set()
+        for path, data in files.items():
+            if path.parent not in made:
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                made.add(path.parent)
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
+                fh.write(data)
+        return Path(projects_dir) / session.project_key / f"{session.session_id}.jsonl"
+    for path, data in files.items():
+        if path.exists() and path.read_bytes() != data:
+            raise LocalFileExists(f"{path} exists with other content; not overwritten")
+    for path, data in files.items():
+        if path.exists():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
+            fh.write(data)
+        try:
+            os.link(tmp, path)  # never replaces a file that appeared meanwhile
+        except FileExistsError as exc:
+            raise LocalFileExists(f"{path} appeared while writing; not overwritten") from exc
+        finally:
+            tmp.unlink(missing_ok=True)
+    return Path(projects_dir) / session.project_key / f"{session.session_id}.jsonl"
