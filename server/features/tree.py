@@ -1,4 +1,5 @@
-"""A session's tree as the editor shows it: the resume chain, children, depth, branch points."""
+"""A session's tree as the editor shows it: the resume chain, children, depth, branch points, and
+the subagent conversations that CLIs before 2.0 kept inline (`isSidechain` rows of a main file)."""
 
 from __future__ import annotations
 
@@ -72,8 +73,27 @@ class TreeView:
             cur = nodes.get(cur.parent) if cur.parent else None
         return None
 
+    def is_inline_subagent(self, row: Row) -> bool:
+        """A subagent's row kept in the main file (the session's own chain is not a sidechain)."""
+        leaf = self.chain.leaf
+        return row.sidechain and (leaf is None or not leaf.sidechain)
+
+    def inline_subagents(self) -> list[dict[str, Any]]:
+        """Each inline subagent conversation: its first row and its rows' uuids, in file order."""
+        nodes = self.transcript.nodes
+        rows = [r for r in nodes.values() if r.is_chain_row and self.is_inline_subagent(r)]
+        rows.sort(key=lambda r: r.order)
+        groups: dict[str, list[str]] = {}
+        root_of: dict[str, str] = {}
+        for r in rows:
+            root = root_of.get(r.parent or "") if r.parent else None
+            root = root or (r.uuid or "")
+            root_of[r.uuid or ""] = root
+            groups.setdefault(root, []).append(r.uuid or "")
+        return [{"rootUuid": root, "uuids": uuids} for root, uuids in groups.items()]
+
     def label(self, row: Row) -> str:
-        kind = row.type or "?"
+        kind = ("subagent " if self.is_inline_subagent(row) else "") + (row.type or "?")
         if row.subtype:
             kind += f"/{row.subtype}"
         if row.tool_result_ids:
@@ -92,6 +112,7 @@ class TreeView:
                 "line": r.line,
                 "label": self.label(r),
                 "onChain": r.uuid in self.on_chain,
+                "sidechain": self.is_inline_subagent(r),
             }
             for r in sorted(t.nodes.values(), key=lambda r: r.order)
             if r.is_chain_row or r.type == "progress"
@@ -102,4 +123,5 @@ class TreeView:
             "leafUuid": self.chain.leaf.uuid if self.chain.leaf else None,
             "nodes": nodes,
             "branchPoints": [r.uuid for r in self.branch_points()],
+            "inlineSubagents": self.inline_subagents(),
         }
