@@ -7,6 +7,7 @@ calls it a subagent sidechain (not a rewound branch) and the tree shows it as on
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -93,3 +94,39 @@ def test_summary_on_the_leaf_titles_an_old_session(tmp_path: Path) -> None:
     with path.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps({"type": "custom-title", "customTitle": "my name", "sessionId": path.stem}) + "\n")
     assert read_session_info(path).title == "my name"
+
+
+def test_continue_skips_files_without_a_conversation(tmp_path: Path) -> None:
+    """The newest file of a 1.0.x folder is a summary-only one: `--continue` (ours and the real
+    CLI 2.1.328's) takes the newest session instead."""
+    try:
+        from realcli import find_claude, run_claude
+    except ImportError:  # pragma: no cover - run from the repo root
+        from tests.realcli import find_claude, run_claude
+    from server.agent.scripted_api import ScriptedModelServer
+    from storage.lookup import find_continue
+
+    projects = tmp_path / "config" / "projects"
+    shutil.copytree(ROOT / "claude-code-1.0.128" / "projects", projects)
+    folder = projects / OLD.name
+    files = sorted(folder.glob("*.jsonl"))
+    summary_only = [f for f in files if not read_session_info(f).has_messages]
+    assert len(summary_only) == 5
+    base = 1_700_000_000
+    for i, f in enumerate(files):
+        os.utime(f, (base + i, base + i))
+    newest_session = folder / "10000002-0000-4000-8000-000000010128.jsonl"
+    os.utime(newest_session, (base + 100, base + 100))
+    os.utime(summary_only[0], (base + 200, base + 200))
+    assert find_continue(projects, "/tmp/slsp-versions/1.0.128/work") == newest_session
+    if find_claude() is None:
+        pytest.skip("REAL CLI NOT AVAILABLE: run scripts/setup.d/claude-cli.sh (our half passed)")
+    cwd = Path("/tmp/slsp-versions/1.0.128/work")
+    cwd.mkdir(parents=True, exist_ok=True)
+    with ScriptedModelServer(seed="continue-old") as model:
+        done = run_claude(
+            ["hi there", "--continue", "--system-prompt", "Be brief.", "--tools", "Read"],
+            cwd=cwd, config_dir=projects.parent, base_url=model.base_url, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert [r["sessionId"] for r in model.requests] == [newest_session.stem]
