@@ -78,6 +78,9 @@ _plain_plan = scripted_api.plan_reply
 def _plan_with_task(messages: list[Any]) -> tuple[str, list[dict[str, Any]]]:
     kind, blocks = _plain_plan(messages)
     text = blocks[0].get("text", "") if len(blocks) == 1 and blocks[0].get("type") == "text" else ""
+    if text.startswith("echo: CALL "):  # CALL <tool> <json input>: one call of any tool
+        name, _, raw = text.removeprefix("echo: CALL ").partition(" ")
+        return "normal", [{"type": "tool_use", "id": "", "name": name, "input": json.loads(raw)}]
     if text.startswith("echo: TASK "):
         prompt = text.removeprefix("echo: TASK ")
         task = {"description": "sub task", "prompt": prompt, "subagent_type": "general-purpose"}
@@ -151,7 +154,7 @@ class Driver:
     ) -> tuple[int, str, str]:
         first = len(self.model.requests)
         claude = None if version == "2.1.328" else old_cli(version)
-        allowed = ("Read", "Agent") if claude is None else ("Read", "Task")
+        allowed = ("Read", "Agent") if claude is None else ("Read", "Task", "KillBash", "KillShell")
         done = run_claude(
             [prompt, *args, *(flags or [])],
             cwd=cwd,
@@ -181,7 +184,7 @@ class Driver:
         note.write_text("a note\n", encoding="utf-8")
         plan.write_text("step one\nstep two\n", encoding="utf-8")
         config = root / "config"
-        s1, s2, s3 = (session_id(version, n) for n in (1, 2, 3))
+        s1, s2, s3, s4 = (session_id(version, n) for n in (1, 2, 3, 4))
         run = lambda prompt, *args: self.step(version, work, config, prompt, *args)  # noqa: E731
         # s1: a plain turn, a tool call, a subagent, a compaction, a turn after it
         run("hello", "--session-id", s1)
@@ -196,6 +199,9 @@ class Driver:
         # s3: ends right after a subagent's answer
         run("start", "--session-id", s3)
         run(f"TASK READ {note}", "--resume", s3)
+        # s4: a call of the tool that stops a background shell (renamed TaskStop in 2.1's table)
+        kill = "KillBash" if version.startswith("1.") else "KillShell"
+        run(f'CALL {kill} {{"shell_id": "no-such-shell"}}', "--session-id", s4)
         return config / "projects"
 
     def resume_all(self, version: str, projects: Path) -> None:
@@ -323,16 +329,19 @@ def write_readme(d: Driver) -> None:
         "Made by `scripts/make_versions_corpus.py` (rerun it to regenerate; it needs Node, the old CLIs",
         "from `scripts/setup.d/claude-cli-old.sh` and the real CLI 2.1.328). Every CLI ran in print mode",
         "(`-p`), offline, against the scripted test model `server/agent/scripted_api.py`, with",
-        "`CLAUDE_CONFIG_DIR` and `HOME` under `/tmp/slsp-versions`; the script adds one word to the",
-        "scripted model: `TASK <prompt>` answers with one `Task` tool call (the subagent tool before 2.1).",
+        "`CLAUDE_CONFIG_DIR` and `HOME` under `/tmp/slsp-versions`; the script adds two words to the",
+        "scripted model: `TASK <prompt>` answers with one `Task` tool call (the subagent tool before 2.1),",
+        "`CALL <tool> <json>` with one call of that tool.",
         "",
         f"Writers: {', '.join(f'`@anthropic-ai/claude-code@{v}`' for v in OLD_VERSIONS)} (`cli.js` run by Node",
-        "as root, `--allowedTools Read,Task`, default system prompt and tools). In each, working",
-        "directory `/tmp/slsp-versions/<version>/work`:",
+        "as root, `--allowedTools Read,Task,KillBash,KillShell`, default system prompt and tools). In",
+        "each, working directory `/tmp/slsp-versions/<version>/work`:",
         "- session `…0001-…`: `hello`, `READ note.txt`, `TASK READ plan.txt` (a subagent), `/compact`,",
         "  `after the compact`, each step after the first a `--resume` of the same id;",
         "- session `…0002-…`: `PAR note.txt plan.txt` (two parallel calls), two plain prompts;",
-        "- session `…0003-…`: `start`, then `TASK READ note.txt` (the file ends after the subagent).",
+        "- session `…0003-…`: `start`, then `TASK READ note.txt` (the file ends after the subagent);",
+        "- session `…0004-…`: one call of `KillBash` (1.0.x) or `KillShell` (2.0.x) with a shell id that",
+        "  does not exist (an error result): 2.1.328 sends `Task` as `Agent` but keeps these names.",
         "",
         "`claude-code-<version>/projects/` is that CLI's `projects/` folder as it left it: nothing edited.",
         "It also holds what these CLIs leave besides sessions: 1.0.x summary-only `<uuid>.jsonl` files",

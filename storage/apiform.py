@@ -27,7 +27,7 @@ tests/corpus/extra/README.md and tests/test_apiform_rules.py):
   if any, carries it instead). It is request settings, not conversation, so it is left out by
   default; every empty system message in a real request is such a carrier.
 - A chain that ends with a user message gets the assistant "No response requested."
-- Tool calls under an old name go under the current one (`Task` is `Agent` since 2.1).
+- A `Task` call (the subagent tool before 2.1) goes as `Agent`; other old tool names stay.
 - Whether system reminders go as system messages (and the effort carrier is sent) follows the
   model the session continues with: :mod:`storage.models`.
 """
@@ -53,13 +53,10 @@ from storage.rows import Row
 NO_RESPONSE = "No response requested."
 CONTINUE = "Continue from where you left off."
 """Kept for callers: 2.1.328 uses it only for interactive resumes, never in the form built here."""
-RENAMED_TOOLS = {
-    "Task": "Agent", "KillShell": "TaskStop", "KillBash": "TaskStop", "ListPeers": "ListAgents",
-    "Brief": "SendUserMessage", "ListMcpResources": "ListMcpResourcesTool", "ReadMcpResource": "ReadMcpResourceTool",
-    "ReadMcpResourceDir": "ReadMcpResourceDirTool", "ProposeGoal": "SetGoal",
-}  # fmt: skip
-"""Old tool names and the names 2.1.328 sends them under (its table of legacy names; `Task` was
-seen in a real resume of 1.0.x and 2.0.x files, the others are taken from the same table)."""
+RENAMED_TOOLS = {"Task": "Agent"}
+"""Old tool names that 2.1.328 sends under the current name on resume. Only `Task` is: the real CLI
+sent 1.0.x and 2.0.x `Task` calls as `Agent` but kept `KillBash` and `KillShell` (although its
+table of legacy names maps those to `TaskStop`), see tests/corpus/versions."""
 INTERRUPTED = (
     "[Tool call interrupted: the session ended before this call's result was recorded, so its "
     "outcome is unknown. Check whether it took effect before relying on it or running it again.]"
@@ -259,7 +256,7 @@ def _user_blocks(entry: dict[str, Any]) -> list[Any]:
 
 
 def _current_tool_names(blocks: list[Any]) -> list[Any]:
-    """Tool calls under a name the CLI has since renamed (`Task` before 2.1) go as the new name."""
+    """`Task` calls (the subagent tool before 2.1) go as `Agent`, as 2.1.328 sends them."""
     out = []
     for block in blocks:
         if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") in RENAMED_TOOLS:

@@ -55,9 +55,9 @@ def test_chain_json_is_what_2_1_328_sent(rel: str, capsys: pytest.CaptureFixture
 
 
 def test_every_old_session_was_resumed() -> None:
-    """Three sessions per writer, each resumed by 2.1.328 (the corpus is what the tests say)."""
+    """Four sessions per writer, each resumed by 2.1.328 (the corpus is what the tests say)."""
     writers = [ORACLES[rel]["writer"] for rel in RESUMED]
-    assert sorted(writers) == ["1.0.128"] * 3 + ["2.0.77"] * 3
+    assert sorted(writers) == ["1.0.128"] * 4 + ["2.0.77"] * 4
 
 
 def test_old_task_calls_go_as_agent(capsys: pytest.CaptureFixture[str]) -> None:
@@ -69,6 +69,19 @@ def test_old_task_calls_go_as_agent(capsys: pytest.CaptureFixture[str]) -> None:
         messages = chain_json(ROOT / rel, capsys)["messages"]
         names = [b["name"] for m in messages for b in m["content"] if b.get("type") == "tool_use"]
         assert names == ["Agent"]
+
+
+def test_other_old_tool_names_stay(capsys: pytest.CaptureFixture[str]) -> None:
+    """`KillBash` (1.0.x) and `KillShell` (2.0.x) went out under their own names, though the CLI's
+    table of legacy names maps them to `TaskStop`."""
+    sent = {}
+    for rel in RESUMED:
+        if Path(rel).stem[:8] in ("10000004", "20000004"):
+            messages = chain_json(ROOT / rel, capsys)["messages"]
+            sent[ORACLES[rel]["writer"]] = [
+                b["name"] for m in messages for b in m["content"] if b.get("type") == "tool_use"
+            ]
+    assert sent == {"1.0.128": ["KillBash"], "2.0.77": ["KillShell"]}
 
 
 @pytest.mark.parametrize("rel", REFUSED, ids=lambda r: Path(r).stem[:8])
@@ -94,7 +107,10 @@ def test_list_is_the_resumable_sessions(writer: str, capsys: pytest.CaptureFixtu
     # 2.0.x wrote each subagent to a project-level agent file (sessions 1 and 3 ran one), and many
     # `Warmup` agent files, which are nobody's subagents; 1.0.x kept its subagents inline
     subagents = {s["sessionId"][:8]: len(s["subagents"]) for s in listed}
-    expected = {"20000001": 1, "20000002": 0, "20000003": 1} if writer == "2.0.77" else dict.fromkeys(subagents, 0)
+    expected = dict.fromkeys(subagents, 0)
+    if writer == "2.0.77":
+        expected.update({"20000001": 1, "20000003": 1})
+    assert len(subagents) == 4
     assert subagents == expected
 
 
