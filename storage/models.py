@@ -5,7 +5,7 @@ Found by letting the real CLI resume files whose replies name different models
 
 - The CLI looks at the chain's last reply that is not `isMeta` and names a model other than
   ``<synthetic>`` (``inPlaceOfModel`` wins over ``message.model``). It restores that model when it
-  knows it and it is neither retired nor withheld from API-key accounts; otherwise (and when there
+  knows it and it is neither retired nor declined for the account; otherwise (and when there
   is no such reply) the session goes on with the CLI's default model. An earlier reply never
   stands in for a declined last one.
 - Models older than Claude Opus 4.8 in the CLI's model order, and every Claude 3 model, get no
@@ -43,7 +43,8 @@ RETIRED = ("claude-opus-4-0", "claude-opus-4-1", "claude-sonnet-4-0", "claude-3-
            "claude-3-5-haiku")  # fmt: skip
 """Retired (or remapped to the latest Opus) for API-key accounts: never restored."""
 NOT_ALLOWED_PREFIXES = ("claude-mythos-",)
-"""In the catalog but not offered to API-key accounts: never restored."""
+"""In the catalog, but the real CLI did not restore claude-mythos-5 or claude-mythos-5-2 with an API
+key (its code declines models the account's settings do not allow)."""
 _ALIASES = {"claude-opus-4": "claude-opus-4-0", "claude-sonnet-4": "claude-sonnet-4-0"}
 _DATE_SUFFIX = re.compile(r"-(?:\d{8}|latest)$")
 
