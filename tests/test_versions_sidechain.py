@@ -65,7 +65,22 @@ def test_tree_shows_the_inline_subagent() -> None:
     assert [n["uuid"] for n in marked] == inline
     assert all(n["label"].startswith("subagent ") and not n["onChain"] for n in marked)
     assert all(not n["label"].startswith("subagent ") for n in tree["nodes"] if not n["sidechain"])
-    assert tree["inlineSubagents"] == [{"rootUuid": inline[0], "uuids": inline}]
+    call = next(
+        r
+        for r in _rows(WITH_AGENT)
+        if r["type"] == "assistant"
+        and not r.get("isSidechain")
+        and r["message"]["content"][0]["type"] == "tool_use"
+        and r["message"]["content"][0]["name"] == "Task"
+    )
+    assert tree["inlineSubagents"] == [
+        {
+            "rootUuid": inline[0],
+            "uuids": inline,
+            "toolUseId": call["message"]["content"][0]["id"],
+            "callUuid": call["uuid"],
+        }
+    ]
     # the Task call and its result stay on the session's own chain
     on_chain = [n for n in tree["nodes"] if n["onChain"]]
     assert any(n["label"] == "assistant tool call" for n in on_chain)

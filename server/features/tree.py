@@ -7,8 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.chain import Chain, build_chain
+from storage.reader import read_entries
 from storage.rows import Row
 from storage.transcript import Transcript
+
+SUBAGENT_TOOLS = ("Task", "Agent")
+"""The tool that starts a subagent (`Task` before CLI 2.1)."""
 
 
 def is_turn_start(row: Row) -> bool:
@@ -79,7 +83,8 @@ class TreeView:
         return row.sidechain and (leaf is None or not leaf.sidechain)
 
     def inline_subagents(self) -> list[dict[str, Any]]:
-        """Each inline subagent conversation: its first row and its rows' uuids, in file order."""
+        """Each inline subagent conversation: its first row, its rows' uuids in file order, and the
+        call that started it (`toolUseId`, `callUuid`; None when no call has its prompt)."""
         nodes = self.transcript.nodes
         rows = [r for r in nodes.values() if r.is_chain_row and self.is_inline_subagent(r)]
         rows.sort(key=lambda r: r.order)
@@ -90,7 +95,39 @@ class TreeView:
             root = root or (r.uuid or "")
             root_of[r.uuid or ""] = root
             groups.setdefault(root, []).append(r.uuid or "")
-        return [{"rootUuid": root, "uuids": uuids} for root, uuids in groups.items()]
+        if not groups:
+            return []
+        calls = self._subagent_calls()
+        out = []
+        for root, uuids in groups.items():
+            prompt = self._prompt_of(nodes[root])
+            waiting = calls.get(prompt, []) if prompt is not None else []
+            call = waiting.pop(0) if waiting else None  # same prompt twice: calls in file order
+            out.append({"rootUuid": root, "uuids": uuids, "toolUseId": call[0] if call else None,
+                        "callUuid": call[1] if call else None})  # fmt: skip
+        return out
+
+    def _prompt_of(self, row: Row) -> str | None:
+        entry = read_entries(self.transcript.path, [row])[0]
+        message = entry.get("message") if isinstance(entry, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        return content if isinstance(content, str) else None
+
+    def _subagent_calls(self) -> dict[str, list[tuple[str, str]]]:
+        """prompt -> [(tool_use id, row uuid)] of the file's main Task/Agent calls, in file order: an
+        inline subagent starts with its call's prompt (1.0.x links them no other way)."""
+        rows = [r for r in self.transcript.nodes.values() if r.tool_use_ids and not r.sidechain]
+        rows.sort(key=lambda r: r.order)
+        found: dict[str, list[tuple[str, str]]] = {}
+        for row, entry in zip(rows, read_entries(self.transcript.path, rows)):
+            message = entry.get("message") if isinstance(entry, dict) else None
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") in SUBAGENT_TOOLS:
+                    prompt = (block.get("input") or {}).get("prompt")
+                    if isinstance(prompt, str):
+                        found.setdefault(prompt, []).append((str(block.get("id")), row.uuid or ""))
+        return found
 
     def label(self, row: Row) -> str:
         kind = ("subagent " if self.is_inline_subagent(row) else "") + (row.type or "?")
