@@ -27,11 +27,13 @@ tests/corpus/extra/README.md and tests/test_apiform_rules.py):
   if any, carries it instead). It is request settings, not conversation, so it is left out by
   default; every empty system message in a real request is such a carrier.
 - A chain that ends with a user message gets the assistant "No response requested."
+- A `Task` call (the subagent tool before 2.1) goes as `Agent`; other old tool names stay.
+- Whether system reminders go as system messages (and the effort carrier is sent) follows the
+  model the session continues with: :mod:`storage.models`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,17 +46,21 @@ from storage.attachments import (
     wrap_reminder,
 )
 from storage.chain import Chain
+from storage.models import SYNTHETIC_MODEL, continued_model, supports_system_messages
 from storage.reader import read_entries
 from storage.rows import Row
 
 NO_RESPONSE = "No response requested."
 CONTINUE = "Continue from where you left off."
 """Kept for callers: 2.1.328 uses it only for interactive resumes, never in the form built here."""
+RENAMED_TOOLS = {"Task": "Agent"}
+"""Old tool names that 2.1.328 sends under the current name on resume. Only `Task` is: the real CLI
+sent 1.0.x and 2.0.x `Task` calls as `Agent` but kept `KillBash` and `KillShell` (although its
+table of legacy names maps those to `TaskStop`), see tests/corpus/versions."""
 INTERRUPTED = (
     "[Tool call interrupted: the session ended before this call's result was recorded, so its "
     "outcome is unknown. Check whether it took effect before relying on it or running it again.]"
 )
-SYNTHETIC_MODEL = "<synthetic>"
 
 
 @dataclass
@@ -249,6 +255,16 @@ def _user_blocks(entry: dict[str, Any]) -> list[Any]:
     return blocks
 
 
+def _current_tool_names(blocks: list[Any]) -> list[Any]:
+    """`Task` calls (the subagent tool before 2.1) go as `Agent`, as 2.1.328 sends them."""
+    out = []
+    for block in blocks:
+        if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") in RENAMED_TOOLS:
+            block = {**block, "name": RENAMED_TOOLS[block["name"]]}
+        out.append(block)
+    return out
+
+
 def _build(items: list[tuple[Row, dict[str, Any]]], system_messages: bool = True) -> list[_Msg]:
     b = _Builder()
     for row, entry in items:
@@ -257,7 +273,7 @@ def _build(items: list[tuple[Row, dict[str, Any]]], system_messages: bool = True
         elif row.type == "user":
             b.add_user(_user_blocks(entry), row.uuid)
         elif row.type == "assistant":
-            b.add_assistant(row, _as_blocks(entry["message"].get("content")))
+            b.add_assistant(row, _current_tool_names(_as_blocks(entry["message"].get("content"))))
         elif row.type == "attachment":
             parts = _rendered_parts(entry)
             role = entry.get("renderedRole")
@@ -363,33 +379,6 @@ def _close(msgs: list[_Msg]) -> None:
         msgs.append(_Msg("assistant", [{"type": "text", "text": NO_RESPONSE}]))
 
 
-MODEL_VERSION_RE = re.compile(r"^claude-(?:[a-z]+-)*?(\d+)(?:-(\d{1,2}))?(?:-|$)")
-
-
-def supports_system_messages(model: str | None) -> bool:
-    """Whether the CLI sends `system` messages inside the conversation to `model` (its
-    "mid-conversation system" capability): not to models up to Claude Opus 4.8, as its code has
-    it (a resume of a session last answered by claude-sonnet-4-5 got the reminders as user text);
-    unknown or unparsable names count as supporting them, as in the CLI."""
-    if not model:
-        return True
-    m = MODEL_VERSION_RE.match(model.lower())
-    if m is None:
-        return True
-    return int(m.group(1)) >= 5
-
-
-def session_model(rows: list[Row], entries: list[dict[str, Any]]) -> str | None:
-    """The model of the chain's last reply: the one a resume continues with."""
-    for row, entry in zip(reversed(rows), reversed(entries)):
-        if row.type == "assistant":
-            message = entry.get("message")
-            model = message.get("model") if isinstance(message, dict) else None
-            if isinstance(model, str) and model and model != "<synthetic>":
-                return model
-    return None
-
-
 def api_messages_from_entries(
     rows: list[Row],
     entries: list[dict[str, Any]],
@@ -401,10 +390,10 @@ def api_messages_from_entries(
     """The API form of chain `rows` with their JSON bodies. `bare`: as resumed with ``--bare``;
     `effort_statement`: add the empty system message that carries the request's effort;
     `system_messages`: whether the model takes system messages in the conversation (default: as
-    the session's model does); without them, system reminders go as user text and no effort
-    statement is sent."""
+    the model the resumed session continues with does, see :mod:`storage.models`); without them,
+    system reminders go as user text and no effort statement is sent."""
     if system_messages is None:
-        system_messages = supports_system_messages(session_model(rows, entries))
+        system_messages = supports_system_messages(continued_model(entries))
     items = [(r, e) for r, e in zip(rows, entries) if not _skipped(r, e, bare)]
     msgs = _build(_lift_attachments(items), system_messages)
     _interrupt_tail(msgs)

@@ -43,13 +43,14 @@ def find_by_title(projects_dir: Path, title: str, cwd: str | None = None, access
 
 
 def find_continue(projects_dir: Path, cwd: str, access: Access = "read") -> Path:
-    """The most recently modified session of `cwd`'s project folder, skipping sidechain files."""
+    """The most recently modified session of `cwd`'s project folder, skipping sidechain files and
+    files with no conversation (1.0.x summary-only and 2.0.x empty files)."""
     real = resolve_cwd(cwd)
     best: tuple[float, Path] | None = None
     for d in candidate_project_dirs(projects_dir, real):
         for f in iter_session_files(d):
             info = read_session_info(f, with_subagents=False, count=False)
-            if info.sidechain_start:
+            if info.sidechain_start or not info.has_messages:  # no conversation: the CLI skips it too
                 continue
             if len(d.name) > 200 and info.cwd and resolve_cwd(info.cwd) != real and info.cwd != real:
                 continue

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from storage.apiform import api_messages, session_model
+from storage.apiform import api_messages
 from storage.chain import Chain, build_chain
 from storage.errors import NotATranscript
+from storage.models import is_restored, recorded_model
 from storage.reader import read_entries
 from storage.transcript import Transcript
 
@@ -49,12 +50,9 @@ def resume(
 
 
 def last_model(path: Path | str) -> str | None:
-    """The model of the last reply on the chain resume would rebuild (the CLI continues with it)."""
+    """The model a plain `claude --resume` of `path` restores (that of the chain's last real
+    reply, when CLI 2.1.328 still offers it); None when the session goes on with the default model."""
     t = Transcript.load(Path(path))
     chain = build_chain(t)
-    replies = [r for r in chain.rows if r.type == "assistant"]
-    for row, entry in zip(reversed(replies), reversed(read_entries(t.path, replies))):
-        model = session_model([row], [entry])
-        if model is not None:
-            return model
-    return None
+    recorded = recorded_model(read_entries(t.path, chain.rows))
+    return recorded.replace("[1m]", "") if recorded is not None and is_restored(recorded) else None

@@ -1,6 +1,10 @@
 """Session summaries for listing: read only the first and last 64 KiB of each file.
 
 Title order: custom title, AI title, last prompt, summary of the leaf, first real user prompt.
+The leaf is the last `last-prompt`'s, else the last main-chain message row (files of CLIs before
+2.1 have no `last-prompt`; their `summary` rows name the leaf they summarise). A file with no
+user or assistant row (a 1.0.x summary-only file, a 2.0.x empty one) is no session: the CLI says
+"No conversation found" for it, and listing leaves it out.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ class SessionInfo:
     git_branch: str | None = None
     forked_from: dict[str, str] | None = None
     sidechain_start: bool = False
+    has_messages: bool = False
+    """Whether the file holds a user or assistant row (else the CLI finds no conversation in it)."""
     first_uuid: str | None = None
     started: str = ""
     """The file's first timestamp of any row (a fork's file starts when the forking process did)."""
@@ -169,6 +175,23 @@ def _metadata_lines(buf: bytes) -> Iterator[bytes]:
         yield buf[start:end] if end >= 0 else buf[start:]
 
 
+def _last_main_message(buf: bytes, whole: bool) -> str | None:
+    """The uuid of the window's last user or assistant row that is not a sidechain row."""
+    lines = list(_lines(buf, whole))
+    if not whole and lines:
+        lines = lines[1:]  # the window's first line may be cut
+    for line in reversed(lines):
+        if b'"uuid"' not in line or (b'"user"' not in line and b'"assistant"' not in line):
+            continue
+        entry = _loads(line)
+        if entry is None or entry.get("type") not in ("user", "assistant") or entry.get("isSidechain") is True:
+            continue
+        uuid = entry.get("uuid")
+        if isinstance(uuid, str):
+            return uuid
+    return None
+
+
 def _last_branch(buf: bytes) -> str | None:
     at = buf.rfind(b'"gitBranch":"')
     if at < 0:
@@ -230,8 +253,11 @@ def read_session_info(
     branch = _last_branch(tail if tail is not None else head)
     if branch is not None:
         info.git_branch = branch
-    if info.summary is None and info.leaf_uuid in summaries:
-        info.summary = summaries[info.leaf_uuid or ""]
+    last_message = _last_main_message(tail if tail is not None else head, whole)
+    info.has_messages = first_chain_seen or last_message is not None
+    leaf = info.leaf_uuid or last_message
+    if info.summary is None and leaf in summaries:
+        info.summary = summaries[leaf or ""]
     title = info.custom_title or info.ai_title or info.last_prompt or info.summary or info.first_prompt
     info.title = _cut(title or "")
     if info.created is None:
@@ -290,9 +316,11 @@ def list_sessions(
         in_dir: list[SessionInfo] = []
         for f in iter_session_files(d):
             try:
-                in_dir.append(read_session_info(f, count=count, counts=counts))
+                info = read_session_info(f, count=count, counts=counts)
             except OSError:
                 continue
+            if info.has_messages:
+                in_dir.append(info)
         attach_legacy_agents(d, in_dir)
         out.extend(in_dir)
     if counts is not None:
@@ -304,7 +332,8 @@ def list_sessions(
 
 def attach_legacy_agents(project_dir: Path, sessions: list[SessionInfo]) -> None:
     """Older CLIs wrote subagents as flat `agent-<id>.jsonl` files beside the sessions; each row
-    names its session. Attach each such file to the session it names."""
+    names its session. Attach each such file to the session it names, except the `Warmup` ones
+    (2.0.x primed its agents with that prompt at start-up: they belong to no conversation)."""
     by_id = {s.session_id: s for s in sessions}
     for path in legacy_agent_files(project_dir):
         try:
@@ -312,12 +341,22 @@ def attach_legacy_agents(project_dir: Path, sessions: list[SessionInfo]) -> None
                 head = fh.read(WINDOW)
         except OSError:
             continue
+        if _is_warmup(head):
+            continue
         m = SESSION_ID_RE.search(head)
         owner = by_id.get(m.group(1).decode("ascii")) if m else None
         if owner is not None:
             agent_id = path.stem[len("agent-"):]
             owner.subagents.append({"agentId": agent_id, "path": str(path), "agentType": None,
                                     "description": None, "toolUseId": None})
+
+
+def _is_warmup(head: bytes) -> bool:
+    """Whether an agent file starts with the start-up `Warmup` prompt of 2.0.x."""
+    first = next(_lines(head, True), b"")
+    entry = _loads(first) if first.strip() else None
+    message = entry.get("message") if entry is not None else None
+    return isinstance(message, dict) and entry.get("type") == "user" and message.get("content") == "Warmup"
 
 
 def link_session_forks(sessions: list[SessionInfo]) -> None:

@@ -27,7 +27,9 @@ def _write(tmp_path: Path, model: str, rows_extra: list[dict] | None = None) -> 
 
 def test_models_with_and_without_system_messages() -> None:
     assert supports_system_messages("claude-opus-5-5") and supports_system_messages("claude-sonnet-5")
-    assert not supports_system_messages("claude-sonnet-4-5") and not supports_system_messages("claude-opus-4-8")
+    assert not supports_system_messages("claude-sonnet-4-5") and not supports_system_messages("claude-opus-4-7")
+    # the real CLI resumed a claude-opus-4-8 session with system messages (tests/corpus/versions/models.json)
+    assert supports_system_messages("claude-opus-4-8")
     assert supports_system_messages(None) and supports_system_messages("some-other-model")
 
 

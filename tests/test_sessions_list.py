@@ -67,7 +67,8 @@ def test_title_order(tmp_path: Path) -> None:
         {"type": "summary", "summary": "a summary", "leafUuid": "u1"},
     ]
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert read_session_info(p).title == "first real prompt"
+    # no last-prompt (a file of a CLI before 2.1): the summary on the chain's leaf titles it
+    assert read_session_info(p).title == "a summary"
     with open(p, "a") as fh:
         fh.write(json.dumps({"type": "last-prompt", "lastPrompt": "the last prompt", "leafUuid": "u1"}) + "\n")
     assert read_session_info(p).title == "the last prompt"

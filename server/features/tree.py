@@ -1,4 +1,5 @@
-"""A session's tree as the editor shows it: the resume chain, children, depth, branch points."""
+"""A session's tree as the editor shows it: the resume chain, children, depth, branch points, and
+the subagent conversations that CLIs before 2.0 kept inline (`isSidechain` rows of a main file)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.chain import Chain, build_chain
+from storage.reader import read_entries
 from storage.rows import Row
 from storage.transcript import Transcript
+
+SUBAGENT_TOOLS = ("Task", "Agent")
+"""The tool that starts a subagent (`Task` before CLI 2.1)."""
 
 
 def is_turn_start(row: Row) -> bool:
@@ -72,8 +77,60 @@ class TreeView:
             cur = nodes.get(cur.parent) if cur.parent else None
         return None
 
+    def is_inline_subagent(self, row: Row) -> bool:
+        """A subagent's row kept in the main file (the session's own chain is not a sidechain)."""
+        leaf = self.chain.leaf
+        return row.sidechain and (leaf is None or not leaf.sidechain)
+
+    def inline_subagents(self) -> list[dict[str, Any]]:
+        """Each inline subagent conversation: its first row, its rows' uuids in file order, and the
+        call that started it (`toolUseId`, `callUuid`; None when no call has its prompt)."""
+        nodes = self.transcript.nodes
+        rows = [r for r in nodes.values() if r.is_chain_row and self.is_inline_subagent(r)]
+        rows.sort(key=lambda r: r.order)
+        groups: dict[str, list[str]] = {}
+        root_of: dict[str, str] = {}
+        for r in rows:
+            root = root_of.get(r.parent or "") if r.parent else None
+            root = root or (r.uuid or "")
+            root_of[r.uuid or ""] = root
+            groups.setdefault(root, []).append(r.uuid or "")
+        if not groups:
+            return []
+        calls = self._subagent_calls()
+        out = []
+        for root, uuids in groups.items():
+            prompt = self._prompt_of(nodes[root])
+            waiting = calls.get(prompt, []) if prompt is not None else []
+            call = waiting.pop(0) if waiting else None  # same prompt twice: calls in file order
+            out.append({"rootUuid": root, "uuids": uuids, "toolUseId": call[0] if call else None,
+                        "callUuid": call[1] if call else None})  # fmt: skip
+        return out
+
+    def _prompt_of(self, row: Row) -> str | None:
+        entry = read_entries(self.transcript.path, [row])[0]
+        message = entry.get("message") if isinstance(entry, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        return content if isinstance(content, str) else None
+
+    def _subagent_calls(self) -> dict[str, list[tuple[str, str]]]:
+        """prompt -> [(tool_use id, row uuid)] of the file's main Task/Agent calls, in file order: an
+        inline subagent starts with its call's prompt (1.0.x links them no other way)."""
+        rows = [r for r in self.transcript.nodes.values() if r.tool_use_ids and not r.sidechain]
+        rows.sort(key=lambda r: r.order)
+        found: dict[str, list[tuple[str, str]]] = {}
+        for row, entry in zip(rows, read_entries(self.transcript.path, rows)):
+            message = entry.get("message") if isinstance(entry, dict) else None
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") in SUBAGENT_TOOLS:
+                    prompt = (block.get("input") or {}).get("prompt")
+                    if isinstance(prompt, str):
+                        found.setdefault(prompt, []).append((str(block.get("id")), row.uuid or ""))
+        return found
+
     def label(self, row: Row) -> str:
-        kind = row.type or "?"
+        kind = ("subagent " if self.is_inline_subagent(row) else "") + (row.type or "?")
         if row.subtype:
             kind += f"/{row.subtype}"
         if row.tool_result_ids:
@@ -92,6 +149,7 @@ class TreeView:
                 "line": r.line,
                 "label": self.label(r),
                 "onChain": r.uuid in self.on_chain,
+                "sidechain": self.is_inline_subagent(r),
             }
             for r in sorted(t.nodes.values(), key=lambda r: r.order)
             if r.is_chain_row or r.type == "progress"
@@ -102,4 +160,5 @@ class TreeView:
             "leafUuid": self.chain.leaf.uuid if self.chain.leaf else None,
             "nodes": nodes,
             "branchPoints": [r.uuid for r in self.branch_points()],
+            "inlineSubagents": self.inline_subagents(),
         }

@@ -226,10 +226,15 @@ def _check_agents(main: FileState, present: set[str], out_report: SessionReport)
 
 
 def _check_reach(f: FileState, out: list[Diagnostic]) -> None:
-    """Rows that the resume leaf, and the newest row, do not reach (rewound or abandoned branches)."""
+    """Rows that the resume leaf, and the newest row, do not reach (rewound or abandoned branches).
+    In a main file, `isSidechain` rows are a subagent's conversation kept inline (CLIs before 2.0):
+    one `subagent-sidechain` note per such conversation instead."""
     t = f.transcript
     nodes = t.nodes
     chain = [r for r in nodes.values() if r.type in REACH_TYPES]
+    if not f.is_subagent and any(r.sidechain for r in chain):
+        _note_inline_subagents([r for r in chain if r.sidechain], f, out)
+        chain = [r for r in chain if not r.sidechain]
     if len(chain) < 2:
         return
     starts = []
@@ -273,5 +278,29 @@ def _check_reach(f: FileState, out: list[Diagnostic]) -> None:
             Diagnostic(
                 f.path, head.line, "unreachable-branch",
                 f"{n} row(s) from here are on a branch that resume does not reach (a rewind or abandoned branch)",
+            )
+        )  # fmt: skip
+
+
+def _note_inline_subagents(rows: list[Row], f: FileState, out: list[Diagnostic]) -> None:
+    """One note per inline subagent conversation (a root sidechain row and what hangs off it)."""
+    ids = {r.uuid for r in rows}
+    root_of: dict[str, str] = {}
+    size: dict[str, int] = {}
+    roots: list[Row] = []
+    for r in sorted(rows, key=lambda r: r.line):
+        root = root_of.get(r.parent or "") if r.parent in ids else None
+        if root is None:
+            root = r.uuid or ""
+            roots.append(r)
+        root_of[r.uuid or ""] = root
+        size[root] = size.get(root, 0) + 1
+    for root in roots:
+        n = size.get(root.uuid or "", 1)
+        out.append(
+            Diagnostic(
+                f.path, root.line, "subagent-sidechain",
+                f"{n} row(s) from here are a subagent's conversation kept in the main file (isSidechain), "
+                "not part of the session's own chain",
             )
         )  # fmt: skip

@@ -23,6 +23,7 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "dangling-leaf": (WARNING, "a summary's or an earlier last-prompt's leafUuid found in no file"),
     "cross-file-leaf": (INFORMATION, "a summary's or last-prompt's leafUuid found only in another file"),
     "unreachable-branch": (INFORMATION, "rows that neither the resume leaf nor the newest row reaches (rewinds)"),
+    "subagent-sidechain": (INFORMATION, "a subagent's conversation kept inline in the main file (CLIs before 2.0)"),
     "missing-subagent": (WARNING, "an Agent call whose result names a subagent with no transcript file"),
     "dangling-fork": (INFORMATION, "forkedFrom names a session or message that is not (or no longer) there"),
     "session-id-mismatch": (HINT, "rows whose sessionId is not the file's session"),

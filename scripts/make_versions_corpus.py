@@ -1,0 +1,408 @@
+"""Write tests/corpus/versions: sessions written by older Claude Code CLIs, resumed by CLI 2.1.328.
+
+Each old CLI (1.0.x and 2.0.x, a ``cli.js`` run by Node, installed by
+``scripts/setup.d/claude-cli-old.sh`` under ``.cache/claude-cli-<version>``) runs in print mode,
+offline, against the scripted test model (server/agent/scripted_api.py), in a working directory
+under /tmp/slsp-versions (wiped first, so paths are reproducible). Its ``projects/`` folder is
+copied as it left it. Then every session file is resumed by the real CLI 2.1.328 with
+``ORACLE <id>``, each from a fresh copy of that folder (so every resume sees the old writer's file,
+untouched), and the request it sent is recorded. A third part, ``models/``, holds small files whose
+replies name different models, resumed the same way: which model 2.1.328 continues with, and what
+that does to the conversation. Run: ``.venv/bin/python scripts/make_versions_corpus.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+from realcli import find_claude, run_claude  # noqa: E402
+
+from server.agent import scripted_api  # noqa: E402
+from server.agent.scripted_api import ScriptedModelServer  # noqa: E402
+
+BASE = Path("/tmp/slsp-versions")
+OUT = REPO / "tests" / "corpus" / "versions"
+OLD_VERSIONS = ("1.0.128", "2.0.77")
+SYSTEM = "Scripted test model. Be brief."
+RESUME_FLAGS = ["--system-prompt", SYSTEM, "--tools", "Read,Agent"]
+SCRUB_REMINDER = "<system-reminder>[scrubbed]"
+SCRUB_SYSTEM = "[scrubbed system text]"
+MODELS = (
+    "claude-sonnet-4-20250514",
+    "claude-opus-4-20250514",
+    "claude-opus-4-1-20250805",
+    "claude-3-5-haiku-20241022",
+    "claude-3-7-sonnet-20250219",
+    "claude-3-haiku-20240307",
+    "claude-3-5-sonnet-20241022",
+    "claude-sonnet-4-5-20250929",
+    "claude-haiku-4-5-20251001",
+    "claude-opus-4-5-20251101",
+    "claude-opus-4-7",
+    "claude-opus-4-8",
+    "claude-opus-4-8[1m]",
+    "claude-sonnet-5",
+    "claude-opus-5-5",
+    "claude-fable-5-2",
+    "claude-mythos-5",
+    "some-unknown-model",
+    "<synthetic>",
+    "claude-sonnet-4-5-20250929,<synthetic>",
+    "claude-sonnet-4-5-20250929,some-unknown-model",
+    "claude-sonnet-4-5-20250929,meta:claude-opus-5",
+)
+"""Each entry: the models of the file's replies in order (``meta:`` marks an ``isMeta`` reply)."""
+
+
+def old_cli(version: str) -> Path:
+    return REPO / ".cache" / f"claude-cli-{version}" / "node_modules" / "@anthropic-ai" / "claude-code" / "cli.js"
+
+
+def session_id(version: str, n: int) -> str:
+    major, minor, _ = version.split(".")
+    return f"{major}{minor}{n:06d}-0000-4000-8000-{version.replace('.', ''):0>12}"
+
+
+# -- the scripted model: TASK <prompt> starts a subagent through the pre-2.1 `Task` tool ---------
+
+_plain_plan = scripted_api.plan_reply
+
+
+def _plan_with_task(messages: list[Any]) -> tuple[str, list[dict[str, Any]]]:
+    kind, blocks = _plain_plan(messages)
+    text = blocks[0].get("text", "") if len(blocks) == 1 and blocks[0].get("type") == "text" else ""
+    if text.startswith("echo: CALL "):  # CALL <tool> <json input>: one call of any tool
+        name, _, raw = text.removeprefix("echo: CALL ").partition(" ")
+        return "normal", [{"type": "tool_use", "id": "", "name": name, "input": json.loads(raw)}]
+    if text.startswith("echo: TASK "):
+        prompt = text.removeprefix("echo: TASK ")
+        task = {"description": "sub task", "prompt": prompt, "subagent_type": "general-purpose"}
+        return "normal", [{"type": "tool_use", "id": "", "name": "Task", "input": task}]
+    return kind, blocks
+
+
+# -- condensed requests --------------------------------------------------------------------------
+
+
+def condense_block(block: Any) -> dict[str, Any]:
+    """Texts in full (system reminders scrubbed), tool calls by id and name, results by id and text."""
+    if isinstance(block, str):
+        block = {"type": "text", "text": block}
+    kind = block.get("type")
+    if kind == "text":
+        text = str(block.get("text", ""))
+        return {"type": "text", "text": SCRUB_REMINDER if text.lstrip().startswith("<system-reminder>") else text}
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block.get("id"), "name": block.get("name")}
+    if kind == "tool_result":
+        content = block.get("content")
+        if isinstance(content, list):
+            content = [condense_block(b) for b in content]
+        elif isinstance(content, str) and content.lstrip().startswith("<system-reminder>"):
+            content = SCRUB_REMINDER
+        return {"type": "tool_result", "tool_use_id": block.get("tool_use_id"), "content": content}
+    return {"type": kind}
+
+
+def condense(request: dict[str, Any], cli: str) -> dict[str, Any]:
+    messages = []
+    for message in request.get("messages") or []:
+        content = message.get("content")
+        blocks = [content] if isinstance(content, str) and content else list(content or [])
+        if message.get("role") == "system":
+            condensed = [{"type": "text", "text": SCRUB_SYSTEM}] if blocks else []
+        else:
+            condensed = [condense_block(b) for b in blocks]
+        messages.append({"role": message.get("role"), "content": condensed})
+    return {"cli": cli, "sessionId": request["sessionId"], "model": request.get("model"), "messages": messages}
+
+
+# -- driving the CLIs ----------------------------------------------------------------------------
+
+
+class Driver:
+    """Runs CLI steps and logs each, with the requests it made, to steps.log."""
+
+    def __init__(self, model: ScriptedModelServer) -> None:
+        self.model = model
+        self.log: list[str] = []
+        self.requests: list[dict[str, Any]] = []
+        self.oracles: dict[str, dict[str, Any]] = {}
+        self.models: list[dict[str, Any]] = []
+
+    def _collect(self, first: int, cli: str) -> tuple[int, int]:
+        start = len(self.requests)
+        self.requests += [condense(r, cli) for r in self.model.requests[first:]]
+        return start, len(self.requests) - 1
+
+    def step(
+        self,
+        version: str,
+        cwd: Path,
+        config: Path,
+        prompt: str,
+        *args: str,
+        flags: list[str] | None = None,
+        check: bool = True,
+    ) -> tuple[int, str, str]:
+        first = len(self.model.requests)
+        claude = None if version == "2.1.328" else old_cli(version)
+        allowed = ("Read", "Agent") if claude is None else ("Read", "Task", "KillBash", "KillShell")
+        done = run_claude(
+            [prompt, *args, *(flags or [])],
+            cwd=cwd,
+            config_dir=config,
+            base_url=self.model.base_url,
+            home=BASE / "home",
+            timeout=180,
+            claude=claude,
+            allowed_tools=allowed,
+        )
+        lo, hi = self._collect(first, version)
+        self.log.append(f"== {version} cwd={cwd} -p {' '.join([prompt, *args])}")
+        self.log.append(done.stdout.rstrip("\n"))
+        if done.stderr.strip():
+            self.log.append("stderr: " + done.stderr.strip())
+        self.log.append(f"rc={done.returncode} requests={lo}..{hi}")
+        if check and done.returncode != 0:
+            raise SystemExit("\n".join(self.log))
+        return lo, done.stdout, done.stderr
+
+    def write_sessions(self, version: str) -> Path:
+        """The old CLI's sessions: turns, tool calls, a subagent, a compaction, resumes."""
+        root = BASE / version
+        work = root / "work"
+        work.mkdir(parents=True)
+        note, plan = work / "note.txt", work / "plan.txt"
+        note.write_text("a note\n", encoding="utf-8")
+        plan.write_text("step one\nstep two\n", encoding="utf-8")
+        config = root / "config"
+        s1, s2, s3, s4 = (session_id(version, n) for n in (1, 2, 3, 4))
+        run = lambda prompt, *args: self.step(version, work, config, prompt, *args)  # noqa: E731
+        # s1: a plain turn, a tool call, a subagent, a compaction, a turn after it
+        run("hello", "--session-id", s1)
+        run(f"READ {note}", "--resume", s1)
+        run(f"TASK READ {plan}", "--resume", s1)
+        run("/compact", "--resume", s1)
+        run("after the compact", "--resume", s1)
+        # s2: parallel calls, then two plain turns
+        run(f"PAR {note} {plan}", "--session-id", s2)
+        run("a plain question", "--resume", s2)
+        run("another one", "--resume", s2)
+        # s3: ends right after a subagent's answer
+        run("start", "--session-id", s3)
+        run(f"TASK READ {note}", "--resume", s3)
+        # s4: a call of the tool that stops a background shell (renamed TaskStop in 2.1's table)
+        kill = "KillBash" if version.startswith("1.") else "KillShell"
+        run(f'CALL {kill} {{"shell_id": "no-such-shell"}}', "--session-id", s4)
+        return config / "projects"
+
+    def resume_all(self, version: str, projects: Path) -> None:
+        """Resume every session file with CLI 2.1.328, each from a fresh copy of the old folder."""
+        for path in sorted(projects.glob("*/*.jsonl")):
+            if path.name.startswith("agent-"):
+                continue
+            sid = path.stem
+            config = BASE / "resume" / version / sid
+            shutil.copytree(projects, config / "projects")
+            cwd = BASE / version / "work"
+            lo, out, err = self.step(
+                "2.1.328", cwd, config, f"ORACLE {sid}", "--resume", sid, flags=RESUME_FLAGS, check=False
+            )
+            mine = [i for i in range(lo, len(self.requests)) if self._asks_oracle(self.requests[i], sid)]
+            rel = f"claude-code-{version}/projects/{path.relative_to(projects).as_posix()}"
+            self.oracles[rel] = {
+                "sessionId": sid,
+                "writer": version,
+                "cwd": str(cwd),
+                "request": mine[0] if mine else None,
+                "stdout": out.strip()[:300],
+                "stderr": err.strip()[:300],
+            }
+
+    @staticmethod
+    def _asks_oracle(request: dict[str, Any], sid: str) -> bool:
+        return request["cli"] == "2.1.328" and any(
+            b.get("text", "").strip() == f"ORACLE {sid}"
+            for m in request["messages"]
+            if m["role"] == "user"
+            for b in m["content"]
+        )
+
+    def model_files(self) -> None:
+        """Small files whose replies name different models, each resumed by CLI 2.1.328."""
+        cwd = BASE / "models-work"
+        cwd.mkdir(parents=True)
+        folder = "-tmp-slsp-versions-models-work"
+        for n, spec in enumerate(MODELS, start=1):
+            sid = f"70000000-0000-4000-8000-{n:012d}"
+            config = BASE / "models" / sid
+            path = config / "projects" / folder / f"{sid}.jsonl"
+            path.parent.mkdir(parents=True)
+            path.write_text("".join(json.dumps(r) + "\n" for r in model_rows(sid, cwd, spec)), encoding="utf-8")
+            target = OUT / "models" / "projects" / folder
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target / path.name)  # as written, before the resume appends to it
+            lo, out, err = self.step("2.1.328", cwd, config, f"ORACLE {sid}", "--resume", sid, flags=RESUME_FLAGS)
+            request = next(i for i in range(lo, len(self.requests)) if self._asks_oracle(self.requests[i], sid))
+            self.models.append(
+                {
+                    "path": f"models/projects/{folder}/{sid}.jsonl",
+                    "sessionId": sid,
+                    "replies": spec.split(","),
+                    "request": request,
+                    "continuedWith": self.requests[request]["model"],
+                    "stderr": err.strip()[:300],
+                }
+            )
+
+
+def model_rows(sid: str, cwd: Path, spec: str) -> list[dict[str, Any]]:
+    """A prompt, a system-role `date` attachment and a reply per model in `spec`."""
+    rows: list[dict[str, Any]] = []
+    parent = None
+    common = {"isSidechain": False, "userType": "external", "cwd": str(cwd), "sessionId": sid, "version": "2.1.328"}
+    for k, reply in enumerate(spec.split(",")):
+        meta = reply.startswith("meta:")
+        model = reply.removeprefix("meta:")
+        ids = [f"{sid[:8]}-{k:04d}-4000-8000-{i:012d}" for i in range(3)]
+        stamp = f"2026-11-29T10:{k:02d}:0"
+        rows.append(
+            {
+                "parentUuid": parent,
+                **common,
+                "type": "user",
+                "uuid": ids[0],
+                "timestamp": stamp + "0.000Z",
+                "message": {"role": "user", "content": f"prompt {k}"},
+            }
+        )
+        rows.append(
+            {
+                "parentUuid": ids[0],
+                **common,
+                "type": "attachment",
+                "uuid": ids[1],
+                "timestamp": stamp + "0.100Z",
+                "attachment": {"type": "date", "date": "2026-11-29"},
+                "rendered": [{"content": "<system-reminder>\nToday's date is 2026-11-29.\n</system-reminder>"}],
+                "renderedRole": "system",
+            }
+        )
+        rows.append(
+            {
+                "parentUuid": ids[1],
+                **common,
+                "type": "assistant",
+                "uuid": ids[2],
+                "timestamp": stamp + "1.000Z",
+                **({"isMeta": True} if meta else {}),
+                "message": {
+                    "id": f"msg_{sid[:8]}_{k}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [{"type": "text", "text": f"reply {k}"}],
+                    "stop_reason": "end_turn",
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 1, "output_tokens": 1},
+                },
+            }
+        )
+        parent = ids[2]
+    return rows
+
+
+def write_readme(d: Driver) -> None:
+    files = sorted(p.relative_to(OUT).as_posix() for p in OUT.glob("claude-code-*/projects/**/*.jsonl"))
+    size = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
+    lines = [
+        "# Sessions written by older Claude Code CLIs, resumed by CLI 2.1.328",
+        "",
+        "Made by `scripts/make_versions_corpus.py` (rerun it to regenerate; it needs Node, the old CLIs",
+        "from `scripts/setup.d/claude-cli-old.sh` and the real CLI 2.1.328). Every CLI ran in print mode",
+        "(`-p`), offline, against the scripted test model `server/agent/scripted_api.py`, with",
+        "`CLAUDE_CONFIG_DIR` and `HOME` under `/tmp/slsp-versions`; the script adds two words to the",
+        "scripted model: `TASK <prompt>` answers with one `Task` tool call (the subagent tool before 2.1),",
+        "`CALL <tool> <json>` with one call of that tool.",
+        "",
+        f"Writers: {', '.join(f'`@anthropic-ai/claude-code@{v}`' for v in OLD_VERSIONS)} (`cli.js` run by Node",
+        "as root, `--allowedTools Read,Task,KillBash,KillShell`, default system prompt and tools). In",
+        "each, working directory `/tmp/slsp-versions/<version>/work`:",
+        "- session `…0001-…`: `hello`, `READ note.txt`, `TASK READ plan.txt` (a subagent), `/compact`,",
+        "  `after the compact`, each step after the first a `--resume` of the same id;",
+        "- session `…0002-…`: `PAR note.txt plan.txt` (two parallel calls), two plain prompts;",
+        "- session `…0003-…`: `start`, then `TASK READ note.txt` (the file ends after the subagent);",
+        "- session `…0004-…`: one call of `KillBash` (1.0.x) or `KillShell` (2.0.x) with a shell id that",
+        "  does not exist (an error result): 2.1.328 sends `Task` as `Agent` but keeps these names.",
+        "",
+        "`claude-code-<version>/projects/` is that CLI's `projects/` folder as it left it: nothing edited.",
+        "It also holds what these CLIs leave besides sessions: 1.0.x summary-only `<uuid>.jsonl` files",
+        "(title summaries of print-mode runs) and inline subagent rows (`isSidechain: true` in the main",
+        "file); 2.0.x empty `<uuid>.jsonl` files and project-level `agent-<id>.jsonl` files (the",
+        "subagent's own, and `Warmup` ones).",
+        "",
+        'Then CLI 2.1.328 (`-p "ORACLE <id>" --resume <id>`, no `--bare`, with',
+        f'`--system-prompt "{SYSTEM}" --tools Read,Agent`) resumed each `<uuid>.jsonl` from a fresh copy',
+        "of the old folder. `oracles.json` maps each file to the index (0-based line of",
+        "`api-requests.jsonl`) of the request that resume sent, or `null` with the CLI's output when it",
+        'refused ("No conversation found"). The request is the file\'s conversation followed by the new',
+        "prompt; the model it names is the model 2.1.328 continued the session with.",
+        "",
+        "`models/` holds small files written by the script (a prompt, a system-role `date` attachment",
+        "and a reply per listed model), each resumed the same way; `models.json` lists the replies'",
+        "models, the request and the model 2.1.328 continued with (and what it printed on stderr).",
+        "",
+        "`api-requests.jsonl` has every request of every CLI in order (`cli`, `sessionId`, `model`,",
+        "`messages`): texts in full, tool calls by id and name, tool results by id and content. Scrubbed,",
+        "as in `tests/corpus/generated`: system reminders (they carry the machine's OS and dates)",
+        f"become `{SCRUB_REMINDER}`, system messages `{SCRUB_SYSTEM}` (an empty one stays empty).",
+        "`steps.log` lists every command, its output and the requests it made.",
+        "",
+        f"Session folder files ({len(files)}), total size of this folder about {size // 1024} KiB:",
+        *[f"- `{f}`" for f in files],
+        "",
+    ]
+    (OUT / "README.md").write_text("\n".join(lines), encoding="utf-8")
+
+
+def main() -> int:
+    missing = [v for v in OLD_VERSIONS if not old_cli(v).is_file()]
+    if find_claude() is None or missing or shutil.which("node") is None:
+        print(f"NEEDED: node, CLI 2.1.328 and old CLIs {missing}: run scripts/setup --test", file=sys.stderr)
+        return 1
+    shutil.rmtree(BASE, ignore_errors=True)
+    shutil.rmtree(OUT, ignore_errors=True)
+    OUT.mkdir(parents=True)
+    scripted_api.plan_reply = _plan_with_task
+    try:
+        with ScriptedModelServer(seed="versions-corpus") as model:
+            d = Driver(model)
+            for version in OLD_VERSIONS:
+                projects = d.write_sessions(version)
+                shutil.copytree(projects, OUT / f"claude-code-{version}" / "projects")
+                d.resume_all(version, OUT / f"claude-code-{version}" / "projects")
+            d.model_files()
+    finally:
+        scripted_api.plan_reply = _plain_plan
+    with (OUT / "api-requests.jsonl").open("w", encoding="utf-8") as f:
+        for request in d.requests:
+            f.write(json.dumps(request, ensure_ascii=False) + "\n")
+    (OUT / "steps.log").write_text("\n".join(d.log) + "\n", encoding="utf-8")
+    dump = lambda value: json.dumps(value, ensure_ascii=False, indent=2) + "\n"  # noqa: E731
+    (OUT / "oracles.json").write_text(dump(dict(sorted(d.oracles.items()))), encoding="utf-8")
+    (OUT / "models.json").write_text(dump(d.models), encoding="utf-8")
+    write_readme(d)
+    print(f"wrote {OUT}: {len(d.requests)} requests, {len(d.oracles)} resumed files, {len(d.models)} model files")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

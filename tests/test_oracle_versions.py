@@ -1,0 +1,128 @@
+"""Sessions written by older CLIs (tests/corpus/versions: 1.0.128 and 2.0.77), as CLI 2.1.328 resumes them.
+
+`session-lsp chain --json` of each file the real CLI 2.1.328 resumed must be the conversation it
+sent before its new prompt; the files it refused ("No conversation found") are no sessions; the
+model files show which model a resume continues with and what that does to the conversation.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import TESTS
+from oracle import differences, load_requests
+
+from server.cli import main
+from storage.chain import build_chain
+from storage.models import DEFAULT_MODEL, canonical, continued_model
+from storage.reader import read_entries
+from storage.resume import last_model, resume
+from storage.transcript import Transcript
+
+ROOT = TESTS / "corpus" / "versions"
+REQUESTS = load_requests(ROOT / "api-requests.jsonl")
+ORACLES = json.loads((ROOT / "oracles.json").read_text())
+MODELS = json.loads((ROOT / "models.json").read_text())
+RESUMED = sorted(rel for rel, info in ORACLES.items() if info["request"] is not None)
+REFUSED = sorted(rel for rel, info in ORACLES.items() if info["request"] is None)
+
+
+def sent_before_prompt(request: dict[str, Any], session_id: str) -> list[dict[str, Any]]:
+    """What the CLI sent ahead of the user message that holds its new prompt `ORACLE <id>`."""
+    messages = request["messages"]
+    at = max(
+        i
+        for i, m in enumerate(messages)
+        if m["role"] == "user" and any(b.get("text", "").strip() == f"ORACLE {session_id}" for b in m["content"])
+    )
+    return messages[:at]
+
+
+def chain_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["chain", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("rel", RESUMED, ids=lambda r: r.split("/")[0][12:] + ":" + Path(r).stem[:8])
+def test_chain_json_is_what_2_1_328_sent(rel: str, capsys: pytest.CaptureFixture[str]) -> None:
+    info = ORACLES[rel]
+    request = REQUESTS[info["request"]]
+    out = chain_json(ROOT / rel, capsys)
+    assert differences(out["messages"], sent_before_prompt(request, info["sessionId"])) == []
+
+
+def test_every_old_session_was_resumed() -> None:
+    """Four sessions per writer, each resumed by 2.1.328 (the corpus is what the tests say)."""
+    writers = [ORACLES[rel]["writer"] for rel in RESUMED]
+    assert sorted(writers) == ["1.0.128"] * 4 + ["2.0.77"] * 4
+
+
+def test_old_task_calls_go_as_agent(capsys: pytest.CaptureFixture[str]) -> None:
+    """The third session of each writer ends with its Task call and result (2.1.328 sent `Agent`)."""
+    ends_with_task = [rel for rel in RESUMED if Path(rel).stem[:8] in ("10000003", "20000003")]
+    assert len(ends_with_task) == 2
+    for rel in ends_with_task:
+        assert '"name":"Task"' in (ROOT / rel).read_text()
+        messages = chain_json(ROOT / rel, capsys)["messages"]
+        names = [b["name"] for m in messages for b in m["content"] if b.get("type") == "tool_use"]
+        assert names == ["Agent"]
+
+
+def test_other_old_tool_names_stay(capsys: pytest.CaptureFixture[str]) -> None:
+    """`KillBash` (1.0.x) and `KillShell` (2.0.x) went out under their own names, though the CLI's
+    table of legacy names maps them to `TaskStop`."""
+    sent = {}
+    for rel in RESUMED:
+        if Path(rel).stem[:8] in ("10000004", "20000004"):
+            messages = chain_json(ROOT / rel, capsys)["messages"]
+            sent[ORACLES[rel]["writer"]] = [
+                b["name"] for m in messages for b in m["content"] if b.get("type") == "tool_use"
+            ]
+    assert sent == {"1.0.128": ["KillBash"], "2.0.77": ["KillShell"]}
+
+
+@pytest.mark.parametrize("rel", REFUSED, ids=lambda r: Path(r).stem[:8])
+def test_refused_files_are_no_sessions(rel: str, capsys: pytest.CaptureFixture[str]) -> None:
+    info = ORACLES[rel]
+    assert "No conversation found" in info["stderr"] + info["stdout"]
+    with pytest.raises(SystemExit) as refused:
+        main(["chain", str(ROOT / rel), "--json"])
+    assert refused.value.code == 2 and "no conversation" in capsys.readouterr().err
+    projects = ROOT / rel.split("/")[0] / "projects"
+    assert main(["list", "--projects-dir", str(projects), "--json"]) == 0
+    listed = {s["sessionId"] for s in json.loads(capsys.readouterr().out)}
+    assert info["sessionId"] not in listed
+
+
+@pytest.mark.parametrize("writer", ["1.0.128", "2.0.77"])
+def test_list_is_the_resumable_sessions(writer: str, capsys: pytest.CaptureFixture[str]) -> None:
+    projects = ROOT / f"claude-code-{writer}" / "projects"
+    assert main(["list", "--projects-dir", str(projects), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    resumed = {ORACLES[rel]["sessionId"] for rel in RESUMED if ORACLES[rel]["writer"] == writer}
+    assert {s["sessionId"] for s in listed} == resumed
+    # 2.0.x wrote each subagent to a project-level agent file (sessions 1 and 3 ran one), and many
+    # `Warmup` agent files, which are nobody's subagents; 1.0.x kept its subagents inline
+    subagents = {s["sessionId"][:8]: len(s["subagents"]) for s in listed}
+    expected = dict.fromkeys(subagents, 0)
+    if writer == "2.0.77":
+        expected.update({"20000001": 1, "20000003": 1})
+    assert len(subagents) == 4
+    assert subagents == expected
+
+
+@pytest.mark.parametrize("entry", MODELS, ids=lambda e: ",".join(e["replies"]))
+def test_model_a_resume_continues_with(entry: dict[str, Any]) -> None:
+    path = ROOT / entry["path"]
+    request = REQUESTS[entry["request"]]
+    entries = read_entries(path, build_chain(Transcript.load(path)).rows)
+    assert canonical(continued_model(entries)) == canonical(entry["continuedWith"])
+    restored = entry["continuedWith"] if "claude-opus-5-5" in entry["replies"] else None
+    if entry["continuedWith"] != DEFAULT_MODEL:
+        restored = entry["continuedWith"]
+    assert last_model(path) == restored
+    ours = resume(path, effort_statement=True).messages
+    assert differences(ours, sent_before_prompt(request, entry["sessionId"])) == []
