@@ -172,7 +172,7 @@ class PostgresSessionStore:
                 conn = await asyncio.wait_for(
                     psycopg.AsyncConnection.connect(self.conninfo, **self._kwargs()), self.connect_timeout + 1
                 )
-            except (psycopg.Error, OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, psycopg.Error, OSError) as exc:
                 reason = str(exc).strip() or type(exc).__name__
                 raise StoreUnavailable(f"cannot connect to {self._where()}: {reason}") from exc
             try:
