@@ -107,6 +107,8 @@ def _existing(root: Path, given: Path, access: Access) -> Path:
         ok = looks_like_transcript(real)
     except OSError as exc:
         raise NotATranscript(f"cannot read {given}: {exc.strerror}") from exc
+    if not ok and st.st_size == 0:
+        raise NotATranscript(f"{given}: no conversation found (an empty file)")
     if not ok:
         raise NotATranscript(f"{given} is not a Claude Code transcript (its first rows carry no type/sessionId)")
     return real

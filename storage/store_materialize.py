@@ -19,12 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from storage.access import resolve_target
+from storage.errors import InUse, NotFound
+from storage.locking import make_private_dirs
 
-class StoreSessionNotFound(Exception):
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class StoreSessionNotFound(NotFound):
     """The store holds no entries under the key."""
 
 
-class LocalFileExists(Exception):
+class LocalFileExists(InUse):
     """A different file is already where the session would go; it is left untouched."""
 
 
@@ -112,9 +118,9 @@ def write_session(projects_dir: Path, session: StoreSession, *, scratch: bool = 
         made: set[Path] = set()
         for path, data in files.items():
             if path.parent not in made:
-                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                make_private_dirs(resolve_target(projects_dir, path=path, access="create").parent)
                 made.add(path.parent)
-            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
+            with os.fdopen(os.open(path, _CREATE, 0o600), "wb") as fh:
                 fh.write(data)
         return Path(projects_dir) / session.project_key / f"{session.session_id}.jsonl"
     for path, data in files.items():
@@ -123,9 +129,10 @@ def write_session(projects_dir: Path, session: StoreSession, *, scratch: bool = 
     for path, data in files.items():
         if path.exists():
             continue
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = resolve_target(projects_dir, path=path, access="create")  # no planted link leads out
+        make_private_dirs(path.parent)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
+        with os.fdopen(os.open(tmp, _CREATE, 0o600), "wb") as fh:
             fh.write(data)
         try:
             os.link(tmp, path)  # never replaces a file that appeared meanwhile

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from storage.errors import SessionLspError
+
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
         1,
@@ -50,8 +52,10 @@ ADVISORY_KEY = 0x51_5354_4F52  # any fixed number: serialises migrations across 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
-class SchemaError(Exception):
+class SchemaError(SessionLspError):
     """The database's schema cannot be used by this version (too new, or not created and read-only)."""
+
+    reason = "store-schema"
 
 
 def check_schema_name(name: str) -> str:

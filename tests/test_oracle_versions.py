@@ -42,7 +42,7 @@ def sent_before_prompt(request: dict[str, Any], session_id: str) -> list[dict[st
 
 
 def chain_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    assert main(["chain", str(path), "--json"]) == 0
+    assert main(["chain", str(path), "--json", "--projects-dir", str(path.parent.parent)]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -89,7 +89,7 @@ def test_refused_files_are_no_sessions(rel: str, capsys: pytest.CaptureFixture[s
     info = ORACLES[rel]
     assert "No conversation found" in info["stderr"] + info["stdout"]
     with pytest.raises(SystemExit) as refused:
-        main(["chain", str(ROOT / rel), "--json"])
+        main(["chain", str(ROOT / rel), "--json", "--projects-dir", str((ROOT / rel).parent.parent)])
     assert refused.value.code == 2 and "no conversation" in capsys.readouterr().err
     projects = ROOT / rel.split("/")[0] / "projects"
     assert main(["list", "--projects-dir", str(projects), "--json"]) == 0

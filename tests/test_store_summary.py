@@ -35,6 +35,8 @@ def test_every_corpus_transcript_folds_as_the_sdk_folds() -> None:
     assert len(files) >= 15
     for path in files:
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if not rows:  # the empty files 2.0.x leaves: nothing is mirrored, nothing to fold
+            continue
         for size in (1, 4, len(rows) or 1):
             ours, sdk = both([rows[i : i + size] for i in range(0, len(rows), size)])
             assert ours == sdk, (path, size)
