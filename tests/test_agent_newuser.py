@@ -70,6 +70,7 @@ def test_our_turns_match_the_cli_and_the_cli_resumes_them(tmp_path: Path) -> Non
             cli_sent.append(_norm(srv.requests[n]["messages"]))
             n = len(srv.requests)
             run_turn(TurnRequest(prompt=prompt, session=str(ours), mode="resume", provider="anthropic",
+                                 projects_dir=ours.parent.parent,
                                  base_url=srv.base_url, env={"ANTHROPIC_API_KEY": "sk-ant-test"}))
             our_sent.append(_norm(srv.requests[n]["messages"]))
         # turn 1, from the same file: the same history, system messages included; the new prompt's

@@ -29,6 +29,7 @@ from server.agent.tools import Tool, ToolContext, make_tools
 from server.agent.tools.base import ToolOutput
 from server.agent.tools.runner import ToolCall, run_calls
 from storage.apiform import NO_RESPONSE
+from storage.models import DEFAULT_MODEL as CLI_DEFAULT_MODEL
 from storage.resume import last_model, resume
 
 log = logging.getLogger(__name__)
@@ -63,10 +64,12 @@ def run_turn(
         gated = frozenset(tools) - frozenset(allowed)
         session = open_session(request)
         if provider is None and request.model is None and getattr(chosen, "name", "") == "anthropic":
-            # as the CLI does, a resumed session goes on with the model that last answered in it
-            last = last_model(session.recorder.path) if session.recorder.path.exists() else None
-            if last and last != chosen.model:
-                chosen = make_provider(request.provider, model=last, env=request.env, base_url=request.base_url)
+            # as the CLI does, a resumed session goes on with the model that last answered in it when
+            # the CLI still offers it, else with the CLI's default (`storage.models`)
+            if session.resumed and session.recorder.path.exists():
+                model = last_model(session.recorder.path) or CLI_DEFAULT_MODEL
+                if model != chosen.model:
+                    chosen = make_provider(request.provider, model=model, env=request.env, base_url=request.base_url)
         permits = _Permits(ask, grants or SessionGrants(), gated)
         return _Turn(request, session, chosen, tools, emit, token, permits).run()
     finally:
