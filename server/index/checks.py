@@ -13,6 +13,7 @@ from pathlib import Path
 from server.index.diagnostics import Diagnostic, Related
 from server.index.filestate import FileState
 from storage.chain import choose_leaf
+from storage.reader import NO_UUID
 from storage.rows import CHAIN_TYPES, Row
 
 KNOWN_TYPES = CHAIN_TYPES | {
@@ -70,7 +71,14 @@ def _check_file(f: FileState, main: FileState | None, report: SessionReport) -> 
         out.append(Diagnostic(path, p.line, "invalid-json", p.message))
     if f.torn is not None:
         out.append(Diagnostic(path, f.torn.line, "torn-tail", "the last line is unfinished and does not parse"))
+    for note in f.notes:
+        out.append(Diagnostic(path, note.line, "lenient-json", f"the CLI reads this line: {note.message}"))
+    no_uuid = [later for _, later in t.duplicates if later.uuid == NO_UUID]
+    if no_uuid or NO_UUID in t.nodes:
+        _report_no_uuid(f, out)
     for first, later in t.duplicates:
+        if later.uuid == NO_UUID:
+            continue
         out.append(
             Diagnostic(
                 path, later.line, "duplicate-uuid", f"uuid {later.uuid} is also on line {first.line + 1}",
@@ -83,6 +91,18 @@ def _check_file(f: FileState, main: FileState | None, report: SessionReport) -> 
     _check_cycles(f, out)
     _check_tools(f, main, out)
     _check_reach(f, out)
+
+
+def _report_no_uuid(f: FileState, out: list[Diagnostic]) -> None:
+    rows = [r for r in f.transcript.rows if r.uuid == NO_UUID]
+    kept = f.transcript.nodes[NO_UUID]
+    out.append(
+        Diagnostic(
+            f.path, rows[0].line, "missing-uuid",
+            f"{len(rows)} conversation row(s) have no uuid: the CLI keeps only the last (line {kept.line + 1})",
+            [Related(f.path, r.line, "a row without uuid") for r in rows[1:MAX_RELATED]],
+        )
+    )  # fmt: skip
 
 
 def _check_types_and_ids(f: FileState, out: list[Diagnostic]) -> None:

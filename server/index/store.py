@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -15,10 +16,12 @@ from server.index.filestate import APPENDED, MISSING, RELOADED, UNCHANGED, FileS
 from server.index.links import resolve
 from server.index.ranges import locate
 from storage.paths import AGENT_FILE_RE, is_session_file
+from storage.reader import NotARegularFile, why_not_regular
 from storage.rows import Row
 from storage.sessions import SessionInfo, read_session_info
 
 SessionKey = tuple[Path, str]
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -84,12 +87,23 @@ class ProjectIndex:
         self._resolved: dict[SessionKey, dict[Path, list[Diagnostic]]] = {}
         self.fallback_lookup: Callable[[str], list[tuple[Path, int]]] | None = None
         """Consulted for a uuid that no indexed file holds (`check` on a few files uses it)."""
+        self.named: set[Path] = set()
+        """Files tracked whatever their name (`check FILE` checks what it is given)."""
+        self.skipped: dict[Path, str] = {}
+        """Entries named like transcripts that are not regular files (FIFOs, symlink loops, ...)."""
+
+    def skip(self, path: Path, why: str) -> None:
+        """Note an entry that is never read; logged once per path."""
+        if path not in self.skipped:
+            log.info("skipped %s: %s", path, why)
+        self.skipped[path] = why
 
     # ---- discovery and updates -------------------------------------------------------------
     def discover(self) -> Iterator[Path]:
-        """Every tracked transcript under the projects folder."""
+        """Every tracked transcript under the projects folder that is a regular file (the others
+        are noted in `skipped`)."""
         try:
-            projects = sorted((e for e in os.scandir(self.projects_dir) if e.is_dir()), key=lambda e: e.name)
+            projects = sorted((e for e in os.scandir(self.projects_dir) if _is_dir(e)), key=lambda e: e.name)
         except OSError:
             return
         for proj in projects:
@@ -100,12 +114,19 @@ class ProjectIndex:
                 continue
             for entry in entries:
                 p = Path(entry.path)
-                if entry.is_file() and tracked_kind(p) in ("session", "legacy-agent"):
-                    yield p
-                elif entry.is_dir() and (root / entry.name / "subagents").is_dir():
+                if tracked_kind(p) in ("session", "legacy-agent"):
+                    if self._regular(p):
+                        yield p
+                elif _is_dir(entry) and (root / entry.name / "subagents").is_dir():
                     for sub in sorted((root / entry.name / "subagents").rglob("agent-*.jsonl")):
-                        if tracked_kind(sub) == "subagent" and sub.is_file():
+                        if tracked_kind(sub) == "subagent" and self._regular(sub):
                             yield sub
+
+    def _regular(self, path: Path) -> bool:
+        why = why_not_regular(path)
+        if why is not None:
+            self.skip(path, why)
+        return why is None
 
     def scan(self, progress: Callable[[int, int], None] | None = None, paths: Iterable[Path] | None = None) -> None:
         """Read every transcript (or only `paths`) from where the index stopped."""
@@ -115,7 +136,10 @@ class ProjectIndex:
         try:
             for i, path in enumerate(todo):
                 with self.lock:
-                    self._update(path, ChangeSet())
+                    try:
+                        self._update(path, ChangeSet())
+                    except OSError as exc:  # vanished or unreadable since it was found
+                        self.skip(path, exc.strerror or str(exc))
                 if progress is not None:
                     progress(i + 1, len(todo))
         finally:
@@ -137,7 +161,7 @@ class ProjectIndex:
         return changes
 
     def _update(self, path: Path, changes: ChangeSet) -> None:
-        kind = tracked_kind(path)
+        kind = tracked_kind(path) or ("named" if path in self.named else None)
         if kind is None:
             return
         if kind == "meta":
@@ -146,13 +170,20 @@ class ProjectIndex:
             return
         state = self.files.get(path)
         if state is None:
-            if not path.is_file():
+            why = why_not_regular(path)
+            if why is not None:
+                if os.path.lexists(path):
+                    self.skip(path, why)
                 return
             state = FileState(path)
             self.files[path] = state
             key = session_key(path)
             self._members.setdefault(key, set()).add(path)
-        how = state.refresh()
+        try:
+            how = state.refresh()
+        except NotARegularFile as exc:  # replaced by a FIFO, a folder, ...
+            self.skip(path, str(exc))
+            how = MISSING
         if how == MISSING:
             self._remove(path, changes)
             return
@@ -349,6 +380,14 @@ class ProjectIndex:
             if row.line == line:
                 return row
         return None
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """`is_dir` that takes a symlink loop for what it is: not a folder."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 __all__ = ["ChangeSet", "ProjectIndex", "Pending", "norm", "session_key", "tracked_kind"]
