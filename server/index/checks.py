@@ -6,13 +6,13 @@ References that the session cannot resolve itself come back as `Pending` and are
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from server.index.diagnostics import Diagnostic, Related
 from server.index.filestate import FileState
-from storage.chain import choose_leaf
+from storage.chain import build_chain, choose_leaf
 from storage.reader import NO_UUID
 from storage.rows import CHAIN_TYPES, Row
 
@@ -49,12 +49,12 @@ def is_known_type(etype: str | None) -> bool:
 
 
 def check_session(
-    main: FileState | None, subagents: Iterable[FileState], agent_ids: set[str] | None = None
+    main: FileState | None, subagents: Iterable[FileState], agent_ids: Container[str] | None = None
 ) -> SessionReport:
     """All per-session checks. `agent_ids`: agents with a transcript file (default: `subagents`)."""
     subs = list(subagents)
     report = SessionReport()
-    present = set(agent_ids) if agent_ids is not None else {s.agent_id for s in subs if s.agent_id}
+    present = agent_ids if agent_ids is not None else {s.agent_id for s in subs if s.agent_id}
     if main is not None:
         _check_file(main, None, report)
         _check_agents(main, present, report)
@@ -220,7 +220,7 @@ def _check_tools(f: FileState, main: FileState | None, out: list[Diagnostic]) ->
             )
 
 
-def _check_agents(main: FileState, present: set[str], out_report: SessionReport) -> None:
+def _check_agents(main: FileState, present: Container[str], out_report: SessionReport) -> None:
     rows = main.transcript.rows
     spawned = [r for r in rows if r.spawned_agent]
     if not spawned:
@@ -265,6 +265,8 @@ def _check_reach(f: FileState, out: list[Diagnostic]) -> None:
             reached.add(cur.uuid or "")
             link = cur.parent if cur.parent is not None else cur.logical_parent
             cur = nodes.get(link) if link is not None else None
+    if leaf is not None:  # and every row resume puts on its chain (a preserved segment, ...)
+        reached.update(r.uuid for r in build_chain(t, leaf.uuid).rows if r.uuid is not None)
     # rows of one response and the tool results hanging off them come back with resume
     reached_msgs = {r.message_id for r in chain if r.message_id and r.uuid in reached}
     for r in chain:

@@ -354,13 +354,13 @@ class ProjectIndex:
             self._reports[key] = report
         return report
 
-    def _agent_ids(self, key: SessionKey, subs: list[FileState]) -> set[str]:
+    def _agent_ids(self, key: SessionKey, subs: list[FileState]) -> AgentFiles:
         ids = {s.agent_id for s in subs if s.agent_id}
         try:  # legacy flat agent files beside the sessions
             ids.update(n[6:-6] for n in os.listdir(key[0]) if n.startswith("agent-") and n.endswith(".jsonl"))
         except OSError:
             pass
-        return ids
+        return AgentFiles(key[0], ids)
 
     def _session_diagnostics(self, key: SessionKey) -> dict[Path, list[Diagnostic]]:
         resolved = self._resolved.get(key)
@@ -380,6 +380,38 @@ class ProjectIndex:
             if row.line == line:
                 return row
         return None
+
+
+class AgentFiles:
+    """Agent ids that have a transcript: the session's own, else any session's of the project folder.
+    A `--fork-session` copy keeps its source's Agent results, whose files stay under the source."""
+
+    def __init__(self, project: Path, own: set[str]) -> None:
+        self.project = project
+        self.own = own
+
+    def __contains__(self, agent_id: object) -> bool:
+        if agent_id in self.own:
+            return True
+        if not isinstance(agent_id, str) or not agent_id:
+            return False
+        return find_agent_file(self.project, agent_id) is not None
+
+
+def find_agent_file(project: Path, agent_id: str) -> Path | None:
+    """`<session>/subagents/[..]/agent-<id>.jsonl` of any session in `project`, else None."""
+    name = f"agent-{agent_id}.jsonl"
+    try:
+        sessions = sorted(e.path for e in os.scandir(project) if _is_dir(e))
+    except OSError:
+        return None
+    for folder in sessions:
+        root = Path(folder) / "subagents"
+        if root.is_dir():
+            for hit in sorted(root.rglob(name)):
+                if why_not_regular(hit) is None:
+                    return hit
+    return None
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
