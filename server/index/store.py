@@ -33,15 +33,18 @@ class ChangeSet:
     removed: set[Path] = field(default_factory=set)
     session_ids: set[str] = field(default_factory=set)
     diagnostics: set[Path] = field(default_factory=set)
+    root: str | None = None
+    """"gone" when the projects folder went away, "back" when it (re)appeared and was read again."""
 
     def merge(self, other: ChangeSet) -> None:
         self.changed |= other.changed
         self.removed |= other.removed
         self.session_ids |= other.session_ids
         self.diagnostics |= other.diagnostics
+        self.root = other.root or self.root
 
     def __bool__(self) -> bool:
-        return bool(self.changed or self.removed or self.diagnostics)
+        return bool(self.changed or self.removed or self.diagnostics or self.root)
 
 
 def norm(path: Path | str) -> Path:

@@ -87,7 +87,10 @@ class SessionProtocol(LanguageServerProtocol):
 
 class SessionServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("session-lsp", VERSION, protocol_cls=SessionProtocol)
+        # transcripts are read from disk: documents sync on open and close only, never per edit
+        super().__init__(
+            "session-lsp", VERSION, text_document_sync_kind=lsp.TextDocumentSyncKind.None_, protocol_cls=SessionProtocol
+        )
         self.projects_dir: Path = default_projects_dir()
         self.index: ProjectIndex | None = None
         self.requests: SessionRequests | None = None
@@ -254,7 +257,7 @@ def _initial_scan(ls: SessionServer) -> None:
             )
 
     try:
-        if ls.watch_enabled and ls.projects_dir.is_dir():
+        if ls.watch_enabled:  # also when the folder is missing: the watcher waits for it
             from server.index.watcher import IndexWatcher
 
             watcher = IndexWatcher(ls.index, ls.on_index_change, polling=ls.polling)
