@@ -182,6 +182,8 @@ class ProjectIndex:
             self.files[path] = state
             key = session_key(path)
             self._members.setdefault(key, set()).add(path)
+            if kind in ("subagent", "legacy-agent"):
+                self._touch_agent_users(key[0], None, changes)
         try:
             how = state.refresh()
         except NotARegularFile as exc:  # replaced by a FIFO, a folder, ...
@@ -216,6 +218,8 @@ class ProjectIndex:
         if state.session_id:
             changes.session_ids.add(state.session_id)
         key = session_key(path)
+        if tracked_kind(path) in ("subagent", "legacy-agent"):
+            self._touch_agent_users(key[0], state.agent_id or "", changes)
         members = self._members.get(key)
         if members is not None:
             members.discard(path)
@@ -228,6 +232,21 @@ class ProjectIndex:
         self._reports.pop(key, None)
         self._resolved.pop(key, None)
         changes.diagnostics.update(self._members.get(key, ()))
+
+    def _touch_agent_users(self, project: Path, gone: str | None, changes: ChangeSet) -> None:
+        """An agent file came (`gone` None) or went (`gone` its agent id): checked sessions of the
+        folder that miss an agent, or started the one gone, are checked again (a fork copy finds
+        its source's agents)."""
+        for key, report in list(self._reports.items()):
+            if key[0] != project:
+                continue
+            if gone is None:
+                touched = any(d.code == "missing-subagent" for d in report.diagnostics)
+            else:
+                main = self.files.get(project / f"{key[1]}.jsonl")
+                touched = main is not None and any(r.spawned_agent == gone for r in main.transcript.rows)
+            if touched:
+                self._touch_session(key, changes)
 
     def _touch_links(self, key: SessionKey, appended: Path | None, changes: ChangeSet) -> None:
         """Sessions with unresolved links may resolve differently now: re-resolve them."""
