@@ -37,6 +37,10 @@ def projects(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
     dest = tmp_path / "config" / "projects"
     if layout == "missing":
         return dest  # neither it nor its parent exists yet
+    if layout == "fork":
+        from test_diagnostics_links import real_fork_of_s2
+
+        return real_fork_of_s2(tmp_path)[0]
     _corpus(dest)
     if layout == "loop":  # sorts first: the first scan meets it before anything else
         os.symlink(
@@ -182,3 +186,26 @@ async def test_hover_while_the_file_is_rewritten(client: LanguageClient, project
         return (await pulled(client)).get(uri) == [(10, "invalid-json")]
 
     await wait_for(settled)
+
+
+@pytest.mark.parametrize("projects", ["fork"], indirect=True)
+async def test_fork_copy_finds_its_sources_subagent(client: LanguageClient, projects: Path) -> None:
+    from test_diagnostics_links import AGENT, S2
+
+    folder = next(projects.iterdir())
+    (fork,) = [p for p in folder.glob("*.jsonl") if p.stem not in (S2, "11111111-1111-4111-8111-111111111111")
+               and AGENT.encode() in p.read_bytes()]  # fmt: skip
+    uri = fork.as_uri()
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri, language_id="jsonl", version=1, text=fork.read_text())
+        )
+    )
+    await wait_for(lambda: uri in client.diagnostics)
+    assert [d.code for d in client.diagnostics[uri] if d.severity <= lsp.DiagnosticSeverity.Warning] == []
+    line_no, text = next((i, t) for i, t in enumerate(fork.read_text().split("\n")) if f'"agentId":"{AGENT}"' in t)
+    col = text.index(f'"agentId":"{AGENT}"') + len('"agentId":"') + 2
+    found = await client.text_document_definition_async(
+        lsp.DefinitionParams(text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line_no, col))
+    )
+    assert [loc.uri for loc in found] == [(folder / S2 / "subagents" / f"agent-{AGENT}.jsonl").as_uri()]

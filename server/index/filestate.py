@@ -125,7 +125,10 @@ class FileState:
             after = os.stat(self.path)
             if after.st_size == self.read.offset and after.st_ino == st.st_ino:
                 self.size, self.mtime_ns = after.st_size, after.st_mtime_ns
-        self.print_ = fingerprint(self.path, self.read.offset)
+        try:
+            self.print_ = fingerprint(self.path, self.read.offset)
+        except OSError:  # gone already: the next update sees it missing
+            self.print_ = 0
         self._children = None
         return how
 

@@ -153,9 +153,10 @@ class IndexWatcher:
             return now != self._root_id or self._watch is None
         return now is not None or nearest_existing(root) != self._armed
 
-    def check_root(self, notify: bool = True) -> ChangeSet:
-        """Re-arm when the projects folder came or went; bring the index in line with the disk."""
-        if not self._root_moved():
+    def check_root(self, notify: bool = True, force: bool = False) -> ChangeSet:
+        """Re-arm when the projects folder came or went; bring the index in line with the disk.
+        `force`: an event named the folder itself (it may be back already, even on the same inode)."""
+        if not force and not self._root_moved():
             return ChangeSet()
         was_root = self._armed == self.index.projects_dir and self._root_id is not None
         self._arm()
@@ -165,7 +166,7 @@ class IndexWatcher:
                 changes.merge(self.index.remove_file(path))
         if self._root_id is not None:
             for path in self.index.discover():
-                changes.merge(self.index.update_file(path))
+                changes.merge(self._update(path))
             changes.root = "back"
             log.info("projects folder %s is back: watched and read again", self.index.projects_dir)
         elif was_root:
@@ -205,22 +206,24 @@ class IndexWatcher:
         with self._cond:
             paths, self._pending = self._pending, set()
         changes = ChangeSet()
-        changes.merge(self.check_root(notify=False))
+        changes.merge(self.check_root(notify=False, force=self.index.projects_dir in paths))
         for path in sorted(paths):
-            try:
-                if path.exists():
-                    if path.is_dir():
-                        for sub in _transcripts_under(path):
-                            changes.merge(self.index.update_file(sub))
-                    else:
-                        changes.merge(self.index.update_file(path))
-                else:
-                    changes.merge(self.index.remove_file(path))
-            except OSError as exc:  # a file that vanished between the check and the read
-                log.debug("index update of %s failed: %s", path, exc)
-                changes.merge(self.index.remove_file(path) if not path.exists() else ChangeSet())
+            if path.is_dir():
+                for sub in _transcripts_under(path):
+                    changes.merge(self._update(sub))
+            elif path.exists():
+                changes.merge(self._update(path))
+            else:
+                changes.merge(self.index.remove_file(path))
         self._notify(changes)
         return changes
+
+    def _update(self, path: Path) -> ChangeSet:
+        try:
+            return self.index.update_file(path)
+        except OSError as exc:  # a file that vanished between the check and the read
+            log.debug("index update of %s failed: %s", path, exc)
+            return self.index.remove_file(path) if not path.exists() else ChangeSet()
 
     def _notify(self, changes: ChangeSet) -> None:
         if changes and self.on_change is not None:
