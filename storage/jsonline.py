@@ -35,7 +35,10 @@ def loads_line(raw: bytes) -> tuple[Any, str | None]:
         raw.decode("utf-8")
     except UnicodeDecodeError:
         notes.append(INVALID_UTF8)
-    value = json.loads(text, parse_constant=_no_constant)
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
     scrubbed = scrub_surrogates(value)
     if scrubbed != value:
         notes.append(LONE_SURROGATE)

@@ -113,10 +113,12 @@ def test_lenient_lines_are_a_hint_not_an_error(tmp_path: Path, capsys: pytest.Ca
     ]  # fmt: skip
     data = b"".join(json.dumps(r).encode() + b"\n" for r in rows).replace(b"SURROGATE", b"cut \\ud83d")
     path = folder / f"{sid}.jsonl"
-    path.write_bytes(data + b'{"type":"tag","tag":"\xc3","sessionId":"%s"}\n' % sid.encode())
-    assert main(["check", str(path), "--json"]) == 0
+    tag = b'{"type":"tag","tag":"\xc3","sessionId":"%s"}\n' % sid.encode()
+    nested = b"[" * 100_000 + b"\n"  # no reader takes this one: an error, not a crash
+    path.write_bytes(data + tag + nested)
+    assert main(["check", str(path), "--json"]) == 1
     found = [(d["line"], d["code"], d["severity"]) for d in json.loads(capsys.readouterr().out)]
-    assert found == [(2, "lenient-json", "hint"), (3, "lenient-json", "hint")]
+    assert found == [(2, "lenient-json", "hint"), (3, "lenient-json", "hint"), (4, "invalid-json", "error")]
 
 
 def test_bom_file_lists_with_its_first_row(tmp_path: Path) -> None:
