@@ -6,10 +6,11 @@ starts from a fresh copy of the real CLI corpus (itself a removal and return of 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import re
 import shutil
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from server.cli import main
 from server.index.store import tracked_kind
 
 SETTLE = 30.0
@@ -128,14 +130,13 @@ OPS = st.one_of(
 
 
 def checked(projects: Path) -> list[tuple[str, int, str, str]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "server.cli", "check", "--projects-dir", str(projects), "--json", "-j1"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode in (0, 1), done.stderr
-    found = json.loads(done.stdout)
+    """`session-lsp check --json` on the folder (the command itself, run in this process)."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with contextlib.redirect_stdout(out):
+        status = main(["check", "--projects-dir", str(projects), "--json", "-j1"])
+    assert status in (0, 1)
+    out.flush()
+    found = json.loads(out.buffer.getvalue())  # type: ignore[attr-defined]
     return sorted((Path(d["path"]).as_uri(), d["line"] - 1, d["code"], d["message"]) for d in found)
 
 
@@ -145,7 +146,7 @@ async def served(client: LanguageClient) -> list[tuple[str, int, str, str]]:
 
 
 @settings(
-    max_examples=8,
+    max_examples=25,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
