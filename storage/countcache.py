@@ -1,34 +1,58 @@
 """Message counts kept between runs, so listing reads only what was appended since last time.
 
-A count is stored per file with its inode and the byte offset counted to (always the end of a
-whole line). A file that grew on the same inode is counted from there; one that shrank or was
-replaced is counted again. The cache is a JSON file under `$XDG_CACHE_HOME/session-lsp/` (else
-`~/.cache/session-lsp/`); `SESSION_LSP_NO_CACHE=1` turns it off. A missing or damaged cache file
-is simply rebuilt: it only ever saves work.
+A count is stored per file with what identifies the bytes it counted: inode, size, modification
+time, the byte offset counted to (always the end of a whole line) and a fingerprint of the file's
+head and of the bytes just before that offset. A file that only grew on the same inode, with both
+fingerprints unchanged, is counted from the offset; any other change (replaced, shrunk, rewritten
+in place at any size) is counted again. The cache is a JSON file under
+`$XDG_CACHE_HOME/session-lsp/` (else `~/.cache/session-lsp/`); `SESSION_LSP_NO_CACHE=1` turns it
+off. A missing or damaged cache file is simply rebuilt: it only ever saves work.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
+import zlib
 from pathlib import Path
 
 import orjson
 
 MARKERS = (b'"type":"user"', b'"type":"assistant"')
+SPACED_MARKER = re.compile(rb'"type"(?:[ \t\r]+:[ \t\r]*|:[ \t\r]+)"(?:user|assistant)"')
+"""The same markers written with whitespace around the colon (valid JSON from other writers)."""
+SPACED_HINTS = (b'"type" ', b'"type":  ', b'"type": ', b'"type":\t', b'"type"\t', b'"type"\r', b'"type":\r')
 CHUNK = 16 * 1024 * 1024
+PRINT = 4096
+"""Bytes fingerprinted at the head of the file and before the counted offset."""
 
 
 def cache_file() -> Path | None:
     if os.environ.get("SESSION_LSP_NO_CACHE"):
         return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "session-lsp" / "message-counts-v1.json"
+    return Path(base) / "session-lsp" / "message-counts-v2.json"
 
 
 def _markers(data: bytes) -> int:
-    return sum(data.count(m) for m in MARKERS)
+    n = sum(data.count(m) for m in MARKERS)
+    if any(h in data for h in SPACED_HINTS):
+        n += len(SPACED_MARKER.findall(data))
+    return n
+
+
+def fingerprint(path: Path, upto: int, data: bytes | None = None) -> int:
+    """CRC-32 of the first `PRINT` bytes and of the `PRINT` bytes before `upto`."""
+    if data is not None:
+        head, seam = data[: min(PRINT, upto)], data[max(0, upto - PRINT) : upto]
+    else:
+        with open(path, "rb") as fh:
+            head = fh.read(min(PRINT, upto))
+            fh.seek(max(0, upto - PRINT))
+            seam = fh.read(upto - max(0, upto - PRINT))
+    return zlib.crc32(seam, zlib.crc32(head))
 
 
 def count_range(path: Path, start: int, data: bytes | None = None) -> tuple[int, int]:
@@ -65,17 +89,35 @@ class CountCache:
                 if isinstance(loaded, dict):
                     self.entries = loaded
 
+    def _reusable(self, path: Path, st: os.stat_result, data: bytes | None) -> tuple[int, int]:
+        """(count, offset) of what the cache holds for the file as it is now, else (0, 0)."""
+        entry = self.entries.get(str(path))
+        if not (isinstance(entry, list) and len(entry) == 6 and all(isinstance(v, int) for v in entry)):
+            return 0, 0
+        ino, counted, upto, size, mtime_ns, print_ = entry
+        if ino != st.st_ino or upto > st.st_size or size > st.st_size:
+            return 0, 0
+        if size == st.st_size and mtime_ns != st.st_mtime_ns:
+            return 0, 0  # rewritten in place at the same size
+        if fingerprint(path, upto, data) != print_:
+            return 0, 0  # rewritten in place (and perhaps grown)
+        return counted, upto
+
     def count(self, path: Path, st: os.stat_result, data: bytes | None = None) -> int:
         """User and assistant rows in `path`, plus an unterminated last line's."""
-        key = str(path)
-        entry = self.entries.get(key)
-        counted, upto = 0, 0
-        if isinstance(entry, list) and len(entry) == 3 and entry[0] == st.st_ino and entry[2] <= st.st_size:
-            counted, upto = entry[1], entry[2]
-        if upto < st.st_size:
+        counted, upto = self._reusable(path, st, data)
+        entry = self.entries.get(str(path))
+        if upto < st.st_size or not isinstance(entry, list) or entry[3:5] != [st.st_size, st.st_mtime_ns]:
             more, upto = count_range(path, upto, data)
             counted += more
-            self.entries[key] = [st.st_ino, counted, upto]
+            self.entries[str(path)] = [
+                st.st_ino,
+                counted,
+                upto,
+                st.st_size,
+                st.st_mtime_ns,
+                fingerprint(path, upto, data),
+            ]
             self.dirty = True
         tail = 0
         if upto < st.st_size:  # an unfinished last line: count it now, not in the cache

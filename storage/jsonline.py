@@ -1,11 +1,48 @@
-"""One transcript line as the CLI writes it: compact JSON, raw UTF-8, `parentUuid` first, no lone
-surrogates, `\\n`-terminated."""
+"""One transcript line as the CLI writes it (compact JSON, raw UTF-8, `parentUuid` first, no lone
+surrogates, `\\n`-terminated) and as the CLI reads it (`loads_line`: lone surrogate escapes and
+invalid UTF-8 bytes become U+FFFD, as a JavaScript reader turns them)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
+
+LONE_SURROGATE = "a lone surrogate escape (a string cut mid-character), read as U+FFFD"
+INVALID_UTF8 = "invalid UTF-8 bytes, read as U+FFFD"
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_line(raw: bytes) -> tuple[Any, str | None]:
+    """Decode one line as the CLI does: `(value, note)`, `note` saying what a strict parser would
+    have rejected (None when the line is strict JSON). Raises `ValueError` when even the CLI's
+    reader rejects the line.
+
+    The CLI decodes the file as UTF-8 with replacement and `JSON.parse` accepts lone surrogate
+    escapes; when it sends such a string on, it carries U+FFFD in its place (seen with 2.1.328).
+    """
+    try:
+        return orjson.loads(raw), None
+    except orjson.JSONDecodeError:
+        pass
+    text = raw.decode("utf-8", "replace")
+    notes = []
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        notes.append(INVALID_UTF8)
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
+    scrubbed = scrub_surrogates(value)
+    if scrubbed != value:
+        notes.append(LONE_SURROGATE)
+    return scrubbed, "; ".join(notes) or None
 
 
 def scrub_surrogates(value: Any) -> Any:

@@ -6,16 +6,60 @@ stopped at, the line number there and any unfinished tail it carried over.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Iterator, MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 
-from storage.rows import Row, row_from_entry
+from storage.jsonline import loads_line
+from storage.rows import CHAIN_TYPES, Row, row_from_entry
 
 BOM = b"\xef\xbb\xbf"
 CHUNK = 8 * 1024 * 1024
+NO_UUID = ""
+"""The key of conversation rows written without a uuid: the CLI keys its message map by `uuid`, so
+all of them share one key (`undefined`) and the last one wins, in the first one's place."""
+
+
+class NotARegularFile(OSError):
+    """A FIFO, socket, device or folder where a transcript was expected; it is never read."""
+
+
+def file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+
+
+def why_not_regular(path: Path | str) -> str | None:
+    """None for a regular file (symlinks followed); else why it is skipped (a FIFO, a symlink
+    loop, ...). Never opens the file, so a FIFO cannot block."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return "a symlink loop" if exc.errno == errno.ELOOP else (exc.strerror or str(exc)).lower()
+    return None if stat.S_ISREG(mode) else file_kind(mode)
+
+
+def open_regular(path: Path | str) -> BinaryIO:
+    """Open a transcript for reading; `NotARegularFile` for anything else. Opening never blocks
+    (a FIFO is opened non-blocking, then refused)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(f"{path}: {file_kind(mode)}, not a transcript file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 @dataclass(slots=True)
@@ -48,10 +92,13 @@ class ReadResult:
     """An unterminated last line that parses: kept, but read again with the next update."""
     unknown_tail: LineProblem | None = None
     """An unterminated last line that does not parse (a torn write, or one still in progress)."""
+    notes: list[LineProblem] = field(default_factory=list)
+    """Lines read only leniently, as the CLI reads them (lone surrogates, invalid UTF-8)."""
 
 
-def parse_line(raw: bytes, line: int, offset: int) -> Row | LineProblem | None:
-    """One line without its newline: a Row, a problem, or None for a blank line."""
+def parse_line(raw: bytes, line: int, offset: int, notes: list[LineProblem] | None = None) -> Row | LineProblem | None:
+    """One line without its newline: a Row, a problem, or None for a blank line. A line that only
+    the CLI's lenient reading accepts is a Row, and `notes` (when given) gets why."""
     body = raw
     if line == 0 and body.startswith(BOM):
         body = body[3:]
@@ -59,18 +106,27 @@ def parse_line(raw: bytes, line: int, offset: int) -> Row | LineProblem | None:
     if not body.strip():
         return None
     try:
-        entry = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
+        entry, note = loads_line(body)
+    except ValueError as exc:
         return LineProblem(line, offset, len(body), f"invalid JSON: {exc}")
     if not isinstance(entry, dict):
         return LineProblem(line, offset, len(body), f"not a JSON object but {type(entry).__name__}")
-    return row_from_entry(entry, line, offset, len(body))
+    if note is not None and notes is not None:
+        notes.append(LineProblem(line, offset, len(body), note))
+    return keyed(row_from_entry(entry, line, offset, len(body)))
+
+
+def keyed(row: Row) -> Row:
+    """A conversation row without a uuid gets the shared key the CLI gives it (`NO_UUID`)."""
+    if row.uuid is None and row.type in CHAIN_TYPES:
+        row.uuid = NO_UUID
+    return row
 
 
 def iter_lines(path: Path, state: ReadState) -> Iterator[tuple[bytes, int, int, bool]]:
     """(line bytes, 0-based line, byte offset, terminated) from `state` to the end of the file."""
     line_no = state.line
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         fh.seek(state.offset)
         pending = state.tail
         start = state.offset - len(pending)
@@ -109,7 +165,7 @@ def read_transcript(
     loads, decode_error, make_row = orjson.loads, orjson.JSONDecodeError, row_from_entry
     offsets_append = line_offsets.append if line_offsets is not None else None
     line_no = state.line
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         fh.seek(state.offset)
         pending = state.tail
         start = state.offset - len(pending)
@@ -126,9 +182,12 @@ def read_transcript(
                     except decode_error:
                         pass
                 if entry.__class__ is dict:
-                    rows.append(make_row(entry, line_no, start, len(raw)))
+                    row = make_row(entry, line_no, start, len(raw))
+                    if row.uuid is None:
+                        keyed(row)
+                    rows.append(row)
                 else:
-                    parsed = parse_line(raw, line_no, start)
+                    parsed = parse_line(raw, line_no, start, result.notes)
                     if isinstance(parsed, Row):
                         rows.append(parsed)
                     elif parsed is not None:
@@ -140,7 +199,7 @@ def read_transcript(
         if offsets_append is not None:
             offsets_append(start)
         end = ReadState(start + len(pending), line_no, pending)
-        parsed = parse_line(pending, line_no, start)
+        parsed = parse_line(pending, line_no, start, result.notes)
         if isinstance(parsed, Row):
             rows.append(parsed)
             result.provisional = parsed
@@ -152,20 +211,37 @@ def read_transcript(
 
 
 def read_entry(path: Path, row: Row) -> dict:
-    """The full decoded body of one row, read from the file on demand."""
-    with open(path, "rb") as fh:
-        return read_entries_from(fh, [row])[0]
+    """The full decoded body of one row, read from the file on demand; `{}` when the row's bytes
+    changed since it was indexed (a rewrite the index has not caught up with yet)."""
+    with open_regular(path) as fh:
+        try:
+            return read_entries_from(fh, [row])[0]
+        except StaleRow:
+            return {}
 
 
 def read_entries_from(fh, rows: list[Row]) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Bodies read as the CLI reads them. A span that no longer holds a JSON object (the file was
+    rewritten since it was indexed) raises `StaleRow`."""
     out = []
     for row in rows:
         fh.seek(row.offset)
-        out.append(orjson.loads(fh.read(row.length)))
+        raw = fh.read(row.length)
+        try:
+            entry = loads_line(raw)[0]
+        except ValueError as exc:
+            raise StaleRow(f"line {row.line + 1} changed since it was read: {exc}") from exc
+        if not isinstance(entry, dict):
+            raise StaleRow(f"line {row.line + 1} changed since it was read: not a JSON object")
+        out.append(entry)
     return out
+
+
+class StaleRow(ValueError):
+    """A row's bytes no longer parse: the file changed under the index."""
 
 
 def read_entries(path: Path, rows: list[Row]) -> list[dict]:
     """Bodies of several rows, in the order given, with one open file."""
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         return read_entries_from(fh, rows)

@@ -377,9 +377,9 @@ class SessionRecorder(_Writer):
         rec = cls(path, session_id, cwd, version=version, entrypoint=entrypoint, git_branch=branch, fsync=fsync,
                   interval=interval, mark_live=mark_live, config_dir=config_dir)
         rec.chain.load(t, sidechain=False)
-        rec.chain.cursor = chain.rows[-1].uuid if chain.rows else None
+        rec.chain.cursor = (chain.rows[-1].uuid or None) if chain.rows else None  # uuid-less rows share ""
         messages = [r for r in chain.rows if r.is_message]
-        rec.chain.last_message = messages[-1].uuid if messages else rec.chain.cursor
+        rec.chain.last_message = (messages[-1].uuid or None) if messages else rec.chain.cursor
         rec._last_leaf_written = rec.chain.last_message
         for row, body in zip(meta_rows, bodies):
             if row.type == "last-prompt":

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from storage.countcache import CountCache
+from storage.jsonline import loads_line
 from storage.paths import (
     SubagentFile,
     iter_project_dirs,
@@ -27,6 +28,7 @@ from storage.paths import (
     legacy_agent_files,
     subagent_files,
 )
+from storage.reader import BOM
 
 WINDOW = 64 * 1024
 BRANCH_RE = re.compile(rb'"gitBranch":"((?:[^"\\]|\\.)*)"')
@@ -96,9 +98,10 @@ def _iso(ts: float) -> str:
 
 
 def _loads(line: bytes) -> dict[str, Any] | None:
+    """A line as the transcript reader takes it (leniently, as the CLI does), else None."""
     try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError:
+        value = loads_line(line)[0]
+    except ValueError:
         return None
     return value if isinstance(value, dict) else None
 
@@ -213,8 +216,9 @@ def read_session_info(
     info = SessionInfo(session_id=path.stem, path=path, project_dir=path.parent, size=st.st_size)
     info.modified_ts = st.st_mtime
     info.modified = _iso(st.st_mtime)
-    head, tail = _read_windows(path, st.st_size)
+    data, tail = _read_windows(path, st.st_size)
     whole = tail is None
+    head = data[len(BOM) :] if data.startswith(BOM) else data  # the reader skips a BOM too
     summaries: dict[str, str] = {}
     first_chain_seen = False
     m = FIRST_TS_RE.search(head)
@@ -263,7 +267,7 @@ def read_session_info(
     if info.created is None:
         info.created = _iso(st.st_mtime)
     if count:
-        info.message_count = (counts or CountCache(None)).count(path, st, head if whole else None)
+        info.message_count = (counts or CountCache(None)).count(path, st, data if whole else None)
     if with_subagents:
         info.subagents = [subagent_json(s) for s in subagent_files(path)]
     return info

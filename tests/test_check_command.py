@@ -75,7 +75,12 @@ def test_paths_resolve_links_in_files_not_given(projects: Path, capsys: pytest.C
     other.write_bytes(b"".join(lines))
     assert main(["check", str(other), "--json"]) == 0
     diags = orjson.loads(capsys.readouterr().out)
-    assert [(d["line"], d["code"]) for d in diags] == [(5, "cross-file-parent")]
+    assert [(d["line"], d["code"]) for d in diags] == [(5, "dangling-parent")]  # another project: no link
+    moved = projects / SHOP / other.name
+    other.rename(moved)
+    assert main(["check", str(moved), "--json"]) == 0
+    diags = orjson.loads(capsys.readouterr().out)
+    assert [(d["line"], d["code"], d["severity"]) for d in diags] == [(5, "cross-file-parent", "warning")]
     assert diags[0]["related"][0]["path"].endswith(f"{PAR}.jsonl")
 
 

@@ -168,13 +168,18 @@ def test_parent_only_in_a_fork_copy_is_cross_file(projects: Path) -> None:
     child = find(lines, lambda e: (e.get("parentUuid") or "").startswith("2ef13d9c"))
     del lines[gone]
     write(path, lines)
-    assert (child, "cross-file-parent", "information") in check(projects, path.name)
+    assert (child, "cross-file-parent", "warning") in check(projects, path.name)
 
 
-def test_cross_file_parent_has_related_location(projects: Path) -> None:
+@pytest.mark.parametrize("folder", [SHOP, "-Users-me-other"])
+def test_cross_file_parent_has_related_location(projects: Path, folder: str) -> None:
+    """A parent in another file of the same project folder is a warning (resume stops there), with
+    that file as related information; one in another project's file is not a link at all."""
     other = projects / SHOP / f"{PAR}.jsonl"
     target = entry(lines_of(other)[find(lines_of(other), lambda e: e.get("uuid", "").startswith("97990207"))])
-    path = projects / "-Users-me-other" / "1c99f271-c426-49f7-9ae1-2b8728ab22c4.jsonl"
+    path = projects / folder / "1c99f271-c426-49f7-9ae1-2b8728ab22c4.jsonl"
+    if folder == SHOP:
+        (projects / "-Users-me-other" / path.name).rename(path)
     lines = lines_of(path)
     at = find(lines, lambda e: e.get("type") == "user")
     e = entry(lines[at])
@@ -184,7 +189,10 @@ def test_cross_file_parent_has_related_location(projects: Path) -> None:
     idx = ProjectIndex(projects)
     idx.scan()
     diags = idx.diagnostics(path)
-    assert [(d.line, d.code) for d in diags] == [(at, "cross-file-parent")]
+    if folder != SHOP:
+        assert [(d.line, d.code, d.severity) for d in diags] == [(at, "dangling-parent", "warning")]
+        return
+    assert [(d.line, d.code, d.severity) for d in diags] == [(at, "cross-file-parent", "warning")]
     assert diags[0].related[0].path == other
     assert diags[0].start_char is not None and diags[0].end_char == diags[0].start_char + 38
     assert (path, e["uuid"]) in {(p, r.uuid) for p, r in idx.children_of(target["uuid"])}

@@ -1,8 +1,15 @@
-"""`check`: diagnostics of transcripts (given files, or the whole projects folder)."""
+"""`check`: diagnostics of transcripts (given files and folders, or the whole projects folder).
+
+A file is checked whatever its name; a folder stands for every transcript under it (session and
+agent files, at any depth); the projects folder itself is checked as a whole, on several processes.
+Entries that are not regular files (FIFOs, symlink loops) are skipped and named once on stderr.
+Exit status: 0 clean, 1 when an error was found, 2 for a usage error or a crash (one line).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections import Counter
@@ -13,13 +20,17 @@ from server.index import Diagnostic, ProjectIndex
 from server.index.parallel import check_folder
 from server.index.rawsearch import find_row
 from server.index.store import norm, session_key, tracked_kind
+from storage.reader import why_not_regular
 
 PROGRESS_MIN_FILES = 20
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("check", help="diagnose transcripts: broken links, bad lines, cycles, ...")
-    p.add_argument("paths", nargs="*", type=Path, help="transcript files (default: the whole projects folder)")
+    p.add_argument(
+        "paths", nargs="*", type=Path,
+        help="transcript files (any name) or folders (every transcript under them); default: the projects folder",
+    )  # fmt: skip
     add_projects_dir(p)
     p.add_argument("--json", action="store_true", help="print a JSON list of diagnostics")
     p.add_argument("-j", "--jobs", type=int, default=0, help="worker processes for a whole folder (default: CPUs)")
@@ -62,44 +73,92 @@ def _context_files(paths: list[Path]) -> list[Path]:
     return sorted(out)
 
 
+def _named(raw: Path, skipped: dict[Path, str]) -> list[Path]:
+    """The transcripts an argument names: the file itself, or every transcript under a folder."""
+    p = norm(raw.expanduser())
+    if p.is_dir():
+        found = sorted(
+            norm(f) for f in p.rglob("*.jsonl") if tracked_kind(f) in ("session", "subagent", "legacy-agent")
+        )
+        regular = [f for f in found if why_not_regular(f) is None]
+        skipped.update((f, why_not_regular(f) or "") for f in found if f not in regular)
+        if not found:
+            raise CommandError(f"no transcripts under {raw} (a folder stands for the *.jsonl transcripts under it)")
+        return regular
+    why = why_not_regular(p)
+    if why is not None and not os.path.lexists(p):
+        raise CommandError(f"no such file: {raw}")
+    if why is not None:
+        raise CommandError(f"{raw}: {why}, not a transcript file")
+    return [p]
+
+
 def build_index(args: argparse.Namespace) -> tuple[ProjectIndex | None, list[Path] | None]:
     """The index for the given paths; (None, None) for the whole folder (see `check_folder`)."""
     progress = Progress(not args.json)
     if not args.paths:
         return None, None
-    paths = []
-    for raw in args.paths:
-        p = norm(raw.expanduser())
-        if not p.is_file():
-            raise CommandError(f"no such file: {raw}")
-        paths.append(p)
+    whole = norm(projects_dir(args, must_exist=False))
+    if [norm(p.expanduser()) for p in args.paths] == [whole]:
+        return None, None
+    skipped: dict[Path, str] = {}
+    paths = sorted({p for raw in args.paths for p in _named(raw, skipped)})
     root = projects_dir(args, must_exist=False) if args.projects_dir else paths[0].parent.parent
     idx = ProjectIndex(root)
+    idx.skipped.update(skipped)
+    idx.named.update(paths)
     idx.scan(progress, paths=_context_files(paths))
-    idx.fallback_lookup = lambda uuid: find_row(_others(idx), uuid)
+    folders = sorted({session_key(p)[0] for p in paths})
+    idx.fallback_lookup = lambda uuid: find_row(_others(idx, folders), uuid)
     return idx, paths
 
 
-def _others(idx: ProjectIndex) -> list[Path]:
-    if not idx.projects_dir.is_dir():
-        return []
-    return [p for p in idx.projects_dir.glob("*/*.jsonl") if tracked_kind(p) and p not in idx.files]
+def _others(idx: ProjectIndex, folders: list[Path]) -> list[Path]:
+    """Transcripts of the given project folders that are not indexed (links stay in their folder)."""
+    out = []
+    for folder in folders:
+        for p in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+            if tracked_kind(p) and p not in idx.files and why_not_regular(p) is None:
+                out.append(p)
+    return out
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    try:
+        return _check(args)
+    except (CommandError, BrokenPipeError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a crash is not "errors found": status 2 and one line
+        raise CommandError(f"check failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _check(args: argparse.Namespace) -> int:
     idx, only = build_index(args)
+    skipped: dict[Path, str] = {}
     if idx is None:
-        diags, n_files = check_folder(projects_dir(args), args.jobs or None, Progress(not args.json))
-    elif only is None:
-        diags, n_files = idx.all_diagnostics(), len(idx.files)
+        diags, n_files = check_folder(projects_dir(args), args.jobs or None, Progress(not args.json), skipped)
     else:
+        assert only is not None
+        skipped = idx.skipped
         n_files = len(only)
         diags = sorted((d for p in only for d in idx.diagnostics(p, ranges=False)), key=Diagnostic.sort_key)
+    report_skipped(skipped)
     if args.json:
         print_json([d.to_json() for d in diags])
     else:
         print_listing(diags, n_files)
     return 1 if any(d.severity == "error" for d in diags) else 0
+
+
+def report_skipped(skipped: dict[Path, str]) -> None:
+    """One line on stderr for the entries that were not read."""
+    if skipped:
+        listed = "; ".join(f"{p} ({why})" for p, why in sorted(skipped.items()))
+        print(
+            f"session-lsp: skipped {len(skipped)} entr{'y' if len(skipped) == 1 else 'ies'} that "
+            f"{'is' if len(skipped) == 1 else 'are'} not a regular file: {listed}",
+            file=sys.stderr,
+        )
 
 
 def print_listing(diags: list[Diagnostic], n_files: int) -> None:

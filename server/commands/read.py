@@ -181,6 +181,16 @@ def print_conversation(resumed: Resumed, *, indent: str = "") -> None:
 
 
 def cmd_overview(args: argparse.Namespace) -> int:
+    try:
+        return _overview(args)
+    except (CommandError, BrokenPipeError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a crash: status 2 and one line, never a traceback
+        raise CommandError(f"overview failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _overview(args: argparse.Namespace) -> int:
+    from server.commands.check import report_skipped
     from server.index import ProjectIndex
 
     if args.projects_dir is None and not default_projects_dir().is_dir():
@@ -190,6 +200,7 @@ def cmd_overview(args: argparse.Namespace) -> int:
     sessions = list_sessions(root)
     index = ProjectIndex(root)
     index.scan()
+    report_skipped(index.skipped)
     print(f"{len(sessions)} session(s) under {root}\n")
     shown = 0
     for s in sessions:

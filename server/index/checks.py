@@ -6,13 +6,14 @@ References that the session cannot resolve itself come back as `Pending` and are
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from server.index.diagnostics import Diagnostic, Related
 from server.index.filestate import FileState
-from storage.chain import choose_leaf
+from storage.chain import build_chain, choose_leaf
+from storage.reader import NO_UUID
 from storage.rows import CHAIN_TYPES, Row
 
 KNOWN_TYPES = CHAIN_TYPES | {
@@ -48,12 +49,12 @@ def is_known_type(etype: str | None) -> bool:
 
 
 def check_session(
-    main: FileState | None, subagents: Iterable[FileState], agent_ids: set[str] | None = None
+    main: FileState | None, subagents: Iterable[FileState], agent_ids: Container[str] | None = None
 ) -> SessionReport:
     """All per-session checks. `agent_ids`: agents with a transcript file (default: `subagents`)."""
     subs = list(subagents)
     report = SessionReport()
-    present = set(agent_ids) if agent_ids is not None else {s.agent_id for s in subs if s.agent_id}
+    present = agent_ids if agent_ids is not None else {s.agent_id for s in subs if s.agent_id}
     if main is not None:
         _check_file(main, None, report)
         _check_agents(main, present, report)
@@ -70,7 +71,14 @@ def _check_file(f: FileState, main: FileState | None, report: SessionReport) -> 
         out.append(Diagnostic(path, p.line, "invalid-json", p.message))
     if f.torn is not None:
         out.append(Diagnostic(path, f.torn.line, "torn-tail", "the last line is unfinished and does not parse"))
+    for note in f.notes:
+        out.append(Diagnostic(path, note.line, "lenient-json", f"the CLI reads this line: {note.message}"))
+    no_uuid = [later for _, later in t.duplicates if later.uuid == NO_UUID]
+    if no_uuid or NO_UUID in t.nodes:
+        _report_no_uuid(f, out)
     for first, later in t.duplicates:
+        if later.uuid == NO_UUID:
+            continue
         out.append(
             Diagnostic(
                 path, later.line, "duplicate-uuid", f"uuid {later.uuid} is also on line {first.line + 1}",
@@ -83,6 +91,18 @@ def _check_file(f: FileState, main: FileState | None, report: SessionReport) -> 
     _check_cycles(f, out)
     _check_tools(f, main, out)
     _check_reach(f, out)
+
+
+def _report_no_uuid(f: FileState, out: list[Diagnostic]) -> None:
+    rows = [r for r in f.transcript.rows if r.uuid == NO_UUID]
+    kept = f.transcript.nodes[NO_UUID]
+    out.append(
+        Diagnostic(
+            f.path, rows[0].line, "missing-uuid",
+            f"{len(rows)} conversation row(s) have no uuid: the CLI keeps only the last (line {kept.line + 1})",
+            [Related(f.path, r.line, "a row without uuid") for r in rows[1:MAX_RELATED]],
+        )
+    )  # fmt: skip
 
 
 def _check_types_and_ids(f: FileState, out: list[Diagnostic]) -> None:
@@ -200,7 +220,7 @@ def _check_tools(f: FileState, main: FileState | None, out: list[Diagnostic]) ->
             )
 
 
-def _check_agents(main: FileState, present: set[str], out_report: SessionReport) -> None:
+def _check_agents(main: FileState, present: Container[str], out_report: SessionReport) -> None:
     rows = main.transcript.rows
     spawned = [r for r in rows if r.spawned_agent]
     if not spawned:
@@ -250,6 +270,8 @@ def _check_reach(f: FileState, out: list[Diagnostic]) -> None:
             reached.add(cur.uuid or "")
             link = cur.parent if cur.parent is not None else cur.logical_parent
             cur = nodes.get(link) if link is not None else None
+    if leaf is not None:  # and every row resume puts on its chain (a preserved segment, ...)
+        reached.update(r.uuid for r in build_chain(t, leaf.uuid).rows if r.uuid is not None)
     # rows of one response and the tool results hanging off them come back with resume
     reached_msgs = {r.message_id for r in chain if r.message_id and r.uuid in reached}
     for r in chain:

@@ -15,7 +15,8 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "torn-tail": (WARNING, "the last line ends without a newline and does not parse (a torn write)"),
     "parent-cycle": (ERROR, "parentUuid links that loop; naive readers hang on them"),
     "dangling-parent": (WARNING, "parentUuid found in no file: resume falls back or stops there"),
-    "cross-file-parent": (INFORMATION, "parentUuid or logicalParentUuid found only in another session file"),
+    "cross-file-parent": (WARNING, "parentUuid found only in another file of the project: resume stops there"),
+    "cross-file-logical-parent": (INFORMATION, "a compact boundary's logicalParentUuid found only in another file"),
     "dangling-logical-parent": (INFORMATION, "a compact boundary's logicalParentUuid found in no file"),
     "duplicate-uuid": (WARNING, "a uuid written twice in one file: the later row wins"),
     "orphan-tool-result": (WARNING, "a tool_result whose tool_use is nowhere in the session"),
@@ -27,6 +28,8 @@ CATALOGUE: dict[str, tuple[str, str]] = {
     "missing-subagent": (WARNING, "an Agent call whose result names a subagent with no transcript file"),
     "dangling-fork": (INFORMATION, "forkedFrom names a session or message that is not (or no longer) there"),
     "session-id-mismatch": (HINT, "rows whose sessionId is not the file's session"),
+    "lenient-json": (HINT, "a line with a lone surrogate escape or invalid UTF-8, read as the CLI reads it (U+FFFD)"),
+    "missing-uuid": (WARNING, "conversation rows without a uuid: the CLI keeps only the last of them"),
     "unknown-type": (INFORMATION, "an entry type this reader does not know (once per type per file)"),
 }
 

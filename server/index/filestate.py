@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from storage.countcache import fingerprint
 from storage.paths import AGENT_FILE_RE, is_session_file
 from storage.reader import LineProblem, ReadState, read_transcript
 from storage.rows import Row
@@ -37,12 +39,17 @@ class FileState:
     inode: int = 0
     device: int = 0
     size: int = 0
+    mtime_ns: int = 0
+    print_: int = 0
+    """Fingerprint of the head and of the bytes before `offset` (see `storage.countcache`)."""
     read: ReadState = field(default_factory=ReadState)
     line_offsets: array = field(default_factory=lambda: array("Q"))
     """Byte offset of the start of each line (0-based line -> offset), the torn tail included."""
     transcript: Transcript = field(init=False)
     provisional: Row | None = None
     torn: LineProblem | None = None
+    notes: list[LineProblem] = field(default_factory=list)
+    """Lines only the CLI's lenient reading accepts (lone surrogates, invalid UTF-8)."""
     _children: dict[str, list[Row]] | None = None
 
     def __post_init__(self) -> None:
@@ -78,31 +85,50 @@ class FileState:
         self.transcript = Transcript(path=self.path)
         self.provisional = None
         self.torn = None
+        self.notes = []
         self._children = None
 
+    def rewritten(self, st: os.stat_result) -> bool:
+        """Whether the bytes already read changed: another file, shrunk, the same size with a new
+        modification time, or the head or the bytes before the read offset changed."""
+        if st.st_ino != self.inode or st.st_dev != self.device or st.st_size < self.read.offset:
+            return True
+        if st.st_size == self.size and st.st_mtime_ns != self.mtime_ns:
+            return True
+        return fingerprint(self.path, self.read.offset) != self.print_
+
     def refresh(self) -> str:
-        """Read what was appended; re-read a file that shrank or was replaced."""
+        """Read what was appended; re-read the whole file when it was replaced or rewritten."""
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
             return MISSING
-        replaced = self.inode and (st.st_ino != self.inode or st.st_dev != self.device)
         how = APPENDED
-        if replaced or st.st_size < self.read.offset:
+        if self.inode and self.rewritten(st):
             self.reset()
             how = RELOADED
         elif st.st_size == self.read.offset and self.inode:
             return UNCHANGED
-        self.inode, self.device = st.st_ino, st.st_dev
+        self.inode, self.device, self.mtime_ns = st.st_ino, st.st_dev, st.st_mtime_ns
         self._drop_provisional()
         del self.line_offsets[self.read.line :]
         result = read_transcript(self.path, self.read, self.line_offsets)
         self.transcript.problems.extend(result.problems)
+        self.notes = [n for n in self.notes if n.line < self.read.line]
+        self.notes.extend(result.notes)
         self.transcript.add_rows(result.rows)
         self.provisional = result.provisional
         self.torn = self.transcript.torn_tail = result.unknown_tail
         self.read = result.state
-        self.size = max(st.st_size, result.state.offset)
+        self.size = st.st_size
+        with contextlib.suppress(OSError):
+            after = os.stat(self.path)
+            if after.st_size == self.read.offset and after.st_ino == st.st_ino:
+                self.size, self.mtime_ns = after.st_size, after.st_mtime_ns
+        try:
+            self.print_ = fingerprint(self.path, self.read.offset)
+        except OSError:  # gone already: the next update sees it missing
+            self.print_ = 0
         self._children = None
         return how
 

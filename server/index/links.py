@@ -1,4 +1,8 @@
-"""Links that cross files: settling a session's pending references against the whole index."""
+"""Links that cross files: settling a session's pending references against the whole index.
+
+A link is looked up only in the files of its own project folder: the CLI resumes a session from its
+folder, so a row of another project's file is never the target it means.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ SessionLookup = Callable[[str], Path | None]
 
 LINK_RULES: dict[str, tuple[str, str, str, str]] = {
     "parent": ("parentUuid", "cross-file-parent", "parent", "dangling-parent"),
-    "logical-parent": ("logicalParentUuid", "cross-file-parent", "logical parent", "dangling-logical-parent"),
+    "logical-parent": ("logicalParentUuid", "cross-file-logical-parent", "logical parent", "dangling-logical-parent"),
     "leaf": ("leafUuid", "cross-file-leaf", "leaf", "dangling-leaf"),
 }
 """Pending kind -> (key, code when found in another file, what the target is, code when found nowhere)."""
@@ -31,7 +35,8 @@ def resolve(pending: list[Pending], lookup: Lookup, session_file: SessionLookup)
         if rule is None:
             continue
         key, cross_code, what, dangling_code = rule
-        found = [(path, line) for path, line in lookup(p.target) if path != p.path]
+        home = project_of(p.path)
+        found = [(path, line) for path, line in lookup(p.target) if path != p.path and project_of(path) == home]
         if found:
             out.append(_cross(p, found, key, cross_code, what))
         else:
@@ -40,16 +45,28 @@ def resolve(pending: list[Pending], lookup: Lookup, session_file: SessionLookup)
     return out
 
 
+def project_of(path: Path) -> Path:
+    """The project folder of a session, subagent or agent file."""
+    parts = path.parts
+    if "subagents" in parts:
+        i = len(parts) - 1 - parts[::-1].index("subagents")
+        return Path(*parts[: i - 1])
+    return path.parent
+
+
 def _cross(p: Pending, found: list[tuple[Path, int]], key: str, code: str, what: str) -> Diagnostic:
     where = ", ".join(f"{path.name}:{line + 1}" for path, line in found[:3])
+    cut = ": resume does not follow it there, so the conversation it rebuilds starts here" if p.kind == "parent" else ""
     return Diagnostic(
-        p.path, p.line, code, f"{key} {p.target} is in another file ({where})",
+        p.path, p.line, code, f"{key} {p.target} is in another file ({where}){cut}",
         [Related(path, line, f"the {what}") for path, line in found[:20]], key=key,
     )  # fmt: skip
 
 
 def _fork(p: Pending, lookup: Lookup, session_file: SessionLookup) -> list[Diagnostic]:
     source = session_file(p.extra or "")
+    if source is not None and project_of(source) != project_of(p.path):
+        source = None
     if source is None:
         return [
             Diagnostic(

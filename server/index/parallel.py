@@ -59,15 +59,23 @@ def _tasks(paths: list[Path]) -> list[list[Path]]:
 
 
 def check_folder(
-    projects_dir: Path, workers: int | None = None, progress: Callable[[int, int], None] | None = None
+    projects_dir: Path,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    skipped: dict[Path, str] | None = None,
 ) -> tuple[list[Diagnostic], int]:
-    """All diagnostics of a projects folder and the number of files checked."""
+    """All diagnostics of a projects folder and the number of files checked; `skipped`, when
+    given, gets the entries that are not regular files."""
     index = ProjectIndex(projects_dir)
     paths = list(index.discover())
     workers = workers or os.cpu_count() or 1
     if workers < 2 or len(paths) < 4:
         index.scan(progress, paths=paths)
+        if skipped is not None:
+            skipped.update(index.skipped)
         return index.all_diagnostics(), len(index.files)
+    if skipped is not None:
+        skipped.update(index.skipped)
     diags: list[Diagnostic] = []
     pending: list[Pending] = []
     homes: dict[str, list[tuple[Path, int]]] = {}

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import orjson
 
+from storage.reader import open_regular
+
 
 def find_row(paths: Iterable[Path], uuid: str) -> list[tuple[Path, int]]:
     """(file, 0-based line) of rows whose own `uuid` is `uuid`."""
@@ -15,7 +17,7 @@ def find_row(paths: Iterable[Path], uuid: str) -> list[tuple[Path, int]]:
     out = []
     for path in paths:
         try:
-            with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            with open_regular(path) as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 at = data.find(needle)
                 while at >= 0:
                     start = data.rfind(b"\n", 0, at) + 1

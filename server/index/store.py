@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -15,10 +16,12 @@ from server.index.filestate import APPENDED, MISSING, RELOADED, UNCHANGED, FileS
 from server.index.links import resolve
 from server.index.ranges import locate
 from storage.paths import AGENT_FILE_RE, is_session_file
+from storage.reader import NotARegularFile, why_not_regular
 from storage.rows import Row
 from storage.sessions import SessionInfo, read_session_info
 
 SessionKey = tuple[Path, str]
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -30,15 +33,18 @@ class ChangeSet:
     removed: set[Path] = field(default_factory=set)
     session_ids: set[str] = field(default_factory=set)
     diagnostics: set[Path] = field(default_factory=set)
+    root: str | None = None
+    """"gone" when the projects folder went away, "back" when it (re)appeared and was read again."""
 
     def merge(self, other: ChangeSet) -> None:
         self.changed |= other.changed
         self.removed |= other.removed
         self.session_ids |= other.session_ids
         self.diagnostics |= other.diagnostics
+        self.root = other.root or self.root
 
     def __bool__(self) -> bool:
-        return bool(self.changed or self.removed or self.diagnostics)
+        return bool(self.changed or self.removed or self.diagnostics or self.root)
 
 
 def norm(path: Path | str) -> Path:
@@ -84,12 +90,23 @@ class ProjectIndex:
         self._resolved: dict[SessionKey, dict[Path, list[Diagnostic]]] = {}
         self.fallback_lookup: Callable[[str], list[tuple[Path, int]]] | None = None
         """Consulted for a uuid that no indexed file holds (`check` on a few files uses it)."""
+        self.named: set[Path] = set()
+        """Files tracked whatever their name (`check FILE` checks what it is given)."""
+        self.skipped: dict[Path, str] = {}
+        """Entries named like transcripts that are not regular files (FIFOs, symlink loops, ...)."""
+
+    def skip(self, path: Path, why: str) -> None:
+        """Note an entry that is never read; logged once per path."""
+        if path not in self.skipped:
+            log.info("skipped %s: %s", path, why)
+        self.skipped[path] = why
 
     # ---- discovery and updates -------------------------------------------------------------
     def discover(self) -> Iterator[Path]:
-        """Every tracked transcript under the projects folder."""
+        """Every tracked transcript under the projects folder that is a regular file (the others
+        are noted in `skipped`)."""
         try:
-            projects = sorted((e for e in os.scandir(self.projects_dir) if e.is_dir()), key=lambda e: e.name)
+            projects = sorted((e for e in os.scandir(self.projects_dir) if _is_dir(e)), key=lambda e: e.name)
         except OSError:
             return
         for proj in projects:
@@ -100,12 +117,19 @@ class ProjectIndex:
                 continue
             for entry in entries:
                 p = Path(entry.path)
-                if entry.is_file() and tracked_kind(p) in ("session", "legacy-agent"):
-                    yield p
-                elif entry.is_dir() and (root / entry.name / "subagents").is_dir():
+                if tracked_kind(p) in ("session", "legacy-agent"):
+                    if self._regular(p):
+                        yield p
+                elif _is_dir(entry) and (root / entry.name / "subagents").is_dir():
                     for sub in sorted((root / entry.name / "subagents").rglob("agent-*.jsonl")):
-                        if tracked_kind(sub) == "subagent" and sub.is_file():
+                        if tracked_kind(sub) == "subagent" and self._regular(sub):
                             yield sub
+
+    def _regular(self, path: Path) -> bool:
+        why = why_not_regular(path)
+        if why is not None:
+            self.skip(path, why)
+        return why is None
 
     def scan(self, progress: Callable[[int, int], None] | None = None, paths: Iterable[Path] | None = None) -> None:
         """Read every transcript (or only `paths`) from where the index stopped."""
@@ -115,7 +139,10 @@ class ProjectIndex:
         try:
             for i, path in enumerate(todo):
                 with self.lock:
-                    self._update(path, ChangeSet())
+                    try:
+                        self._update(path, ChangeSet())
+                    except OSError as exc:  # vanished or unreadable since it was found
+                        self.skip(path, exc.strerror or str(exc))
                 if progress is not None:
                     progress(i + 1, len(todo))
         finally:
@@ -137,7 +164,7 @@ class ProjectIndex:
         return changes
 
     def _update(self, path: Path, changes: ChangeSet) -> None:
-        kind = tracked_kind(path)
+        kind = tracked_kind(path) or ("named" if path in self.named else None)
         if kind is None:
             return
         if kind == "meta":
@@ -146,13 +173,22 @@ class ProjectIndex:
             return
         state = self.files.get(path)
         if state is None:
-            if not path.is_file():
+            why = why_not_regular(path)
+            if why is not None:
+                if os.path.lexists(path):
+                    self.skip(path, why)
                 return
             state = FileState(path)
             self.files[path] = state
             key = session_key(path)
             self._members.setdefault(key, set()).add(path)
-        how = state.refresh()
+            if kind in ("subagent", "legacy-agent"):
+                self._touch_agent_users(key[0], None, changes)
+        try:
+            how = state.refresh()
+        except NotARegularFile as exc:  # replaced by a FIFO, a folder, ...
+            self.skip(path, str(exc))
+            how = MISSING
         if how == MISSING:
             self._remove(path, changes)
             return
@@ -182,6 +218,8 @@ class ProjectIndex:
         if state.session_id:
             changes.session_ids.add(state.session_id)
         key = session_key(path)
+        if tracked_kind(path) in ("subagent", "legacy-agent"):
+            self._touch_agent_users(key[0], state.agent_id or "", changes)
         members = self._members.get(key)
         if members is not None:
             members.discard(path)
@@ -194,6 +232,21 @@ class ProjectIndex:
         self._reports.pop(key, None)
         self._resolved.pop(key, None)
         changes.diagnostics.update(self._members.get(key, ()))
+
+    def _touch_agent_users(self, project: Path, gone: str | None, changes: ChangeSet) -> None:
+        """An agent file came (`gone` None) or went (`gone` its agent id): checked sessions of the
+        folder that miss an agent, or started the one gone, are checked again (a fork copy finds
+        its source's agents)."""
+        for key, report in list(self._reports.items()):
+            if key[0] != project:
+                continue
+            if gone is None:
+                touched = any(d.code == "missing-subagent" for d in report.diagnostics)
+            else:
+                main = self.files.get(project / f"{key[1]}.jsonl")
+                touched = main is not None and any(r.spawned_agent == gone for r in main.transcript.rows)
+            if touched:
+                self._touch_session(key, changes)
 
     def _touch_links(self, key: SessionKey, appended: Path | None, changes: ChangeSet) -> None:
         """Sessions with unresolved links may resolve differently now: re-resolve them."""
@@ -323,13 +376,13 @@ class ProjectIndex:
             self._reports[key] = report
         return report
 
-    def _agent_ids(self, key: SessionKey, subs: list[FileState]) -> set[str]:
+    def _agent_ids(self, key: SessionKey, subs: list[FileState]) -> AgentFiles:
         ids = {s.agent_id for s in subs if s.agent_id}
         try:  # legacy flat agent files beside the sessions
             ids.update(n[6:-6] for n in os.listdir(key[0]) if n.startswith("agent-") and n.endswith(".jsonl"))
         except OSError:
             pass
-        return ids
+        return AgentFiles(key[0], ids)
 
     def _session_diagnostics(self, key: SessionKey) -> dict[Path, list[Diagnostic]]:
         resolved = self._resolved.get(key)
@@ -349,6 +402,46 @@ class ProjectIndex:
             if row.line == line:
                 return row
         return None
+
+
+class AgentFiles:
+    """Agent ids that have a transcript: the session's own, else any session's of the project folder.
+    A `--fork-session` copy keeps its source's Agent results, whose files stay under the source."""
+
+    def __init__(self, project: Path, own: set[str]) -> None:
+        self.project = project
+        self.own = own
+
+    def __contains__(self, agent_id: object) -> bool:
+        if agent_id in self.own:
+            return True
+        if not isinstance(agent_id, str) or not agent_id:
+            return False
+        return find_agent_file(self.project, agent_id) is not None
+
+
+def find_agent_file(project: Path, agent_id: str) -> Path | None:
+    """`<session>/subagents/[..]/agent-<id>.jsonl` of any session in `project`, else None."""
+    name = f"agent-{agent_id}.jsonl"
+    try:
+        sessions = sorted(e.path for e in os.scandir(project) if _is_dir(e))
+    except OSError:
+        return None
+    for folder in sessions:
+        root = Path(folder) / "subagents"
+        if root.is_dir():
+            for hit in sorted(root.rglob(name)):
+                if why_not_regular(hit) is None:
+                    return hit
+    return None
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """`is_dir` that takes a symlink loop for what it is: not a folder."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 __all__ = ["ChangeSet", "ProjectIndex", "Pending", "norm", "session_key", "tracked_kind"]

@@ -1,15 +1,22 @@
-"""Keep a `ProjectIndex` live with watchdog: events are hints, each update reads to end of file."""
+"""Keep a `ProjectIndex` live with watchdog: events are hints, each update reads to end of file.
+
+The projects folder may not exist yet, or be deleted and made again while we serve: the watch is
+then armed on its nearest existing parent, and when the folder is back (checked on every event and
+every `recheck` seconds) it is watched again and read in full, and the change says so (`root`).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from watchdog.events import FileSystemEvent, PatternMatchingEventHandler
+from watchdog.events import FileSystemEvent, FileSystemEventHandler, PatternMatchingEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
@@ -42,6 +49,33 @@ class _Hints(PatternMatchingEventHandler):
                 self.sink(Path(os.fsdecode(raw)))
 
 
+class _Wake(FileSystemEventHandler):
+    """Any event under the parent we wait in: the projects folder may have come back."""
+
+    def __init__(self, wake: Callable[[], None]) -> None:
+        super().__init__()
+        self.wake = wake
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        self.wake()
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    """(inode, device) of a folder, None when it is not one."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_dev) if os.path.isdir(folder) else None
+
+
+def nearest_existing(folder: Path) -> Path:
+    for parent in (folder, *folder.parents):
+        if parent.is_dir():
+            return parent
+    return Path(folder.anchor or "/")
+
+
 class IndexWatcher:
     """Observe the projects folder recursively and apply debounced updates to the index.
 
@@ -56,11 +90,18 @@ class IndexWatcher:
         polling: bool = False,
         debounce: float = 0.2,
         poll_interval: float = 1.0,
+        recheck: float = 0.5,
     ) -> None:
         self.index = index
         self.on_change = on_change
         self.debounce = debounce
+        self.recheck = recheck
         self._observer = PollingObserver(timeout=poll_interval) if polling else Observer()
+        self._watch: Any = None
+        self._armed: Path | None = None
+        """The folder watched: the projects folder, or its nearest existing parent while it is missing."""
+        self._root_id: tuple[int, int] | None = None
+        self._woken = False
         self._pending: set[Path] = set()
         self._cond = threading.Condition()
         self._first_hint = 0.0
@@ -70,13 +111,70 @@ class IndexWatcher:
 
     def start(self, scan: bool = True, progress: Callable[[int, int], None] | None = None) -> None:
         """Start observing, then (by default) scan: nothing written during the scan is missed."""
-        root = self.index.projects_dir
-        root.mkdir(parents=True, exist_ok=True)
-        self._observer.schedule(_Hints(self._hint), str(root), recursive=True)
+        self._arm()
         self._observer.start()
         if scan:
             self.index.scan(progress)
         self._thread.start()
+
+    @property
+    def watching(self) -> Path | None:
+        """The folder the observer is armed on."""
+        return self._armed
+
+    def _arm(self) -> None:
+        """Watch the projects folder (recursively) or, while it is missing, its nearest parent."""
+        root = self.index.projects_dir
+        if self._watch is not None:
+            with contextlib.suppress(Exception):  # its emitter may have died with the folder
+                self._observer.unschedule(self._watch)
+            self._watch = None
+        self._root_id = _identity(root)
+        target = root if self._root_id is not None else nearest_existing(root)
+        handler = _Hints(self._hint) if target == root else _Wake(self._wake)
+        try:
+            self._watch = self._observer.schedule(handler, str(target), recursive=target == root)
+        except OSError as exc:  # gone again between the check and the watch: the next recheck retries
+            log.debug("cannot watch %s: %s", target, exc)
+            self._watch, self._root_id = None, None
+        self._armed = target
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._woken = True
+            self._cond.notify_all()
+
+    def _root_moved(self) -> bool:
+        """Whether the projects folder appeared, went away, was made again, or a nearer parent
+        of a missing one appeared."""
+        root = self.index.projects_dir
+        now = _identity(root)
+        if self._armed == root:
+            return now != self._root_id or self._watch is None
+        return now is not None or nearest_existing(root) != self._armed
+
+    def check_root(self, notify: bool = True, force: bool = False) -> ChangeSet:
+        """Re-arm when the projects folder came or went; bring the index in line with the disk.
+        `force`: an event named the folder itself (it may be back already, even on the same inode)."""
+        if not force and not self._root_moved():
+            return ChangeSet()
+        was_root = self._armed == self.index.projects_dir and self._root_id is not None
+        self._arm()
+        changes = ChangeSet()
+        for path in list(self.index.files):
+            if not path.exists():
+                changes.merge(self.index.remove_file(path))
+        if self._root_id is not None:
+            for path in self.index.discover():
+                changes.merge(self._update(path))
+            changes.root = "back"
+            log.info("projects folder %s is back: watched and read again", self.index.projects_dir)
+        elif was_root:
+            changes.root = "gone"
+            log.warning("projects folder %s is gone: waiting for it in %s", self.index.projects_dir, self._armed)
+        if notify:
+            self._notify(changes)
+        return changes
 
     def stop(self) -> None:
         with self._cond:
@@ -108,31 +206,49 @@ class IndexWatcher:
         with self._cond:
             paths, self._pending = self._pending, set()
         changes = ChangeSet()
+        changes.merge(self.check_root(notify=False, force=self.index.projects_dir in paths))
         for path in sorted(paths):
-            try:
-                if path.exists():
-                    if path.is_dir():
-                        for sub in _transcripts_under(path):
-                            changes.merge(self.index.update_file(sub))
-                    else:
-                        changes.merge(self.index.update_file(path))
-                else:
-                    changes.merge(self.index.remove_file(path))
-            except OSError as exc:  # a file that vanished between the check and the read
-                log.debug("index update of %s failed: %s", path, exc)
-                changes.merge(self.index.remove_file(path) if not path.exists() else ChangeSet())
+            if path.is_dir():
+                for sub in _transcripts_under(path):
+                    changes.merge(self._update(sub))
+            elif path.exists():
+                changes.merge(self._update(path))
+            else:
+                changes.merge(self.index.remove_file(path))
+        self._notify(changes)
+        return changes
+
+    def _update(self, path: Path) -> ChangeSet:
+        try:
+            return self.index.update_file(path)
+        except OSError as exc:  # a file that vanished between the check and the read
+            log.debug("index update of %s failed: %s", path, exc)
+            return self.index.remove_file(path) if not path.exists() else ChangeSet()
+
+    def _notify(self, changes: ChangeSet) -> None:
         if changes and self.on_change is not None:
             try:
                 self.on_change(changes)
             except Exception:  # the watcher must survive a failing callback
                 log.exception("on_change failed")
-        return changes
 
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._stop and not self._pending:
-                    self._cond.wait()
+                while not self._stop and not self._pending and not self._woken:
+                    if not self._cond.wait(self.recheck):
+                        break  # every `recheck` seconds: did the projects folder come or go?
+                if self._stop:
+                    return
+                self._woken = False
+                idle = not self._pending
+            if idle:
+                try:
+                    self.check_root()
+                except Exception:  # the watcher must outlive anything the file system does
+                    log.exception("re-arming the watcher failed")
+                continue
+            with self._cond:
                 if self._stop:
                     return
                 # quiet for `debounce`, but never hold hints longer than 5 x debounce
@@ -144,7 +260,10 @@ class IndexWatcher:
                     self._cond.wait(due - now)
                 if self._stop:
                     return
-            self.flush()
+            try:
+                self.flush()
+            except Exception:  # the watcher must outlive anything the file system does
+                log.exception("index update failed")
 
 
 def _transcripts_under(folder: Path) -> list[Path]:

@@ -120,7 +120,10 @@ def _field_problem(exc: BaseException) -> str:
 
 class SessionServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("session-lsp", VERSION, protocol_cls=SessionProtocol)
+        # transcripts are read from disk: documents sync on open and close only, never per edit
+        super().__init__(
+            "session-lsp", VERSION, text_document_sync_kind=lsp.TextDocumentSyncKind.None_, protocol_cls=SessionProtocol
+        )
         self.defaults = InitializationOptions()
         """What the command line chose (`serve --projects-dir/--polling`); the client's options override."""
         self.options = InitializationOptions()
@@ -324,7 +327,7 @@ def _initial_scan(ls: SessionServer) -> None:
             )
 
     try:
-        if ls.options.watch and ls.projects_dir.is_dir():
+        if ls.options.watch:  # also when the folder is missing: the watcher waits for it
             from server.index.watcher import IndexWatcher
 
             watcher = IndexWatcher(ls.index, ls.on_index_change, polling=ls.options.polling)
