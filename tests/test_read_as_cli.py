@@ -144,13 +144,14 @@ def test_rows_without_uuid_list_and_chain_agree(tmp_path: Path, capsys: pytest.C
     folder = tmp_path / "projects" / "-p"
     folder.mkdir(parents=True)
     path = folder / "66666666-6666-4666-8666-666666666666.jsonl"
-    rows = [{"parentUuid": None, "type": t, "message": {"role": t, "content": [{"type": "text", "text": f"{t} {i}"}]}}
+    rows = [{"parentUuid": None, "type": t, "sessionId": path.stem,
+             "message": {"role": t, "content": [{"type": "text", "text": f"{t} {i}"}]}}
             for i, t in enumerate(["user", "assistant", "user", "assistant"])]  # fmt: skip
     path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in rows))
     assert main(["list", "--projects-dir", str(tmp_path / "projects"), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [s["messageCount"] for s in listed] == [4]
-    assert main(["chain", str(path), "--json"]) == 0
+    assert main(["chain", str(path), "--json", "--projects-dir", str(path.parent.parent)]) == 0
     chain = json.loads(capsys.readouterr().out)
     assert [m["content"][0]["text"] for m in chain["messages"] if m["role"] != "system"] == ["assistant 3"]
     assert main(["check", str(path), "--json"]) == 0
