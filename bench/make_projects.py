@@ -246,9 +246,16 @@ def _subagent(rnd: Rand, w: SessionWriter, aid: str, tool_id: str, prompt: str) 
 
 
 def make_session(
-    rnd: Rand, folder: Path, cwd: str, target: int, start: datetime, fork_of: SessionWriter | None = None
+    rnd: Rand,
+    folder: Path,
+    cwd: str,
+    target: int,
+    start: datetime,
+    fork_of: SessionWriter | None = None,
+    compactions: bool = True,
 ) -> SessionWriter:
-    """One healthy session of about `target` bytes (plus its subagent files)."""
+    """One healthy session of about `target` bytes (plus its subagent files); without `compactions`
+    its chain runs from the first prompt to the end (the longest resume)."""
     r = rnd.r
     w = SessionWriter(rnd, folder, cwd, rnd.uuid(), start)
     if fork_of is not None and fork_of.uuids:
@@ -262,7 +269,7 @@ def make_session(
         _turn(w, rnd, agents)
         turns += 1
         x = r.random()
-        if x < 0.04 and turns > 2:
+        if x < 0.04 and turns > 2 and compactions:
             logical = w.cursor
             w.chain(
                 "system",
@@ -338,6 +345,15 @@ def make_projects(root: Path, total_mb: int, seed: int) -> Path:
         if len(made) > 200:
             made.pop(0)
     return projects
+
+
+def make_transcript(root: Path, total_mb: int, seed: int, *, compactions: bool = False) -> Path:
+    """One session file of about `total_mb` MB under `root/projects`; return its path."""
+    rnd = Rand(seed)
+    cwd = "/Users/me/code/big"
+    folder = Path(root) / "projects" / "-Users-me-code-big"
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    return make_session(rnd, folder, cwd, total_mb * 1024 * 1024, start, compactions=compactions).path
 
 
 def main() -> None:

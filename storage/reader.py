@@ -6,12 +6,14 @@ stopped at, the line number there and any unfinished tail it carried over.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
+from storage.linkdecode import row_from_line
 from storage.rows import Row, row_from_entry
 
 BOM = b"\xef\xbb\xbf"
@@ -106,7 +108,7 @@ def read_transcript(
     state = state or ReadState()
     result = ReadResult()
     rows, problems = result.rows, result.problems
-    loads, decode_error, make_row = orjson.loads, orjson.JSONDecodeError, row_from_entry
+    loads, decode_error, make_row, fast_row = orjson.loads, orjson.JSONDecodeError, row_from_entry, row_from_line
     offsets_append = line_offsets.append if line_offsets is not None else None
     line_no = state.line
     with open(path, "rb") as fh:
@@ -121,6 +123,12 @@ def read_transcript(
                     offsets_append(start)
                 entry = None
                 if line_no:
+                    row = fast_row(raw, line_no, start)  # link fields only; None: decode in full
+                    if row is not None:
+                        rows.append(row)
+                        start += len(raw) + 1
+                        line_no += 1
+                        continue
                     try:
                         entry = loads(raw)
                     except decode_error:
@@ -161,7 +169,11 @@ def read_entries_from(fh, rows: list[Row]) -> list[dict]:  # type: ignore[no-unt
     out = []
     for row in rows:
         fh.seek(row.offset)
-        out.append(orjson.loads(fh.read(row.length)))
+        raw = fh.read(row.length)
+        try:
+            out.append(orjson.loads(raw))
+        except orjson.JSONDecodeError:
+            out.append(json.loads(raw))  # a number beyond a double, which JSON.parse reads as Infinity
     return out
 
 
