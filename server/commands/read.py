@@ -68,7 +68,9 @@ def human_size(n: int) -> str:
 def _sessions(args: argparse.Namespace) -> list[SessionInfo]:
     root = projects_dir(args)
     dirs = candidate_project_dirs(root, resolve_cwd(args.cwd)) if args.cwd else None
-    return list_sessions(root, dirs)
+    from storage.indexedlist import list_sessions_indexed
+
+    return list_sessions_indexed(root, dirs)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

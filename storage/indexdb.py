@@ -1,0 +1,269 @@
+"""The persistent index: an SQLite database (WAL) in the cache folder, so a restart re-reads only what changed.
+
+Per transcript file it keeps the file's identity (device, inode, size, mtime, a fingerprint of its head),
+the byte offset it was read up to, its message count and listing summary; per session the checks'
+result (diagnostics and unresolved links, as JSON) with the identities it was computed from; and the
+uuid -> (file, line) table that settles links across files. Bodies are never stored.
+
+A file whose identity is unchanged is taken from the database; one that grew on the same inode with the
+same head is read from the stored offset; anything else (shrunk, replaced, rewritten in place) is read in
+full. A database that is damaged, or written by another schema version, is deleted and rebuilt: it only
+ever saves work, and is never trusted over the files. `SESSION_LSP_NO_CACHE=1` turns it off.
+
+The folder is created 0700 and the files 0600 whatever the umask (titles and prompts are private).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+SCHEMA_VERSION = 1
+DB_NAME = "index-v1.sqlite3"
+HEAD_BYTES = 4096
+BUSY_MS = 5000
+SAME, APPENDED, REWRITTEN = "same", "appended", "rewritten"
+DAMAGE = (sqlite3.DatabaseError, orjson.JSONDecodeError, ValueError, TypeError, KeyError, IndexError)
+"""What reading a damaged database raises: the caller rebuilds it and computes without it."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS files(
+    path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,
+    head_len INTEGER, head BLOB, offset INTEGER, count INTEGER, info BLOB);
+CREATE TABLE IF NOT EXISTS sessions(key TEXT PRIMARY KEY, members BLOB, report BLOB);
+CREATE TABLE IF NOT EXISTS uuids(uuid TEXT, path TEXT, line INTEGER);
+CREATE INDEX IF NOT EXISTS uuids_by_uuid ON uuids(uuid);
+CREATE INDEX IF NOT EXISTS uuids_by_path ON uuids(path);
+"""
+
+
+def cache_dir() -> Path | None:
+    """`$XDG_CACHE_HOME/session-lsp` (else `~/.cache/session-lsp`); None when caching is off."""
+    if os.environ.get("SESSION_LSP_NO_CACHE"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "session-lsp"
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What a file was when it was read: a changed field means read again (from `offset` if appended)."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    head_len: int
+    head: bytes
+
+    @classmethod
+    def of(cls, path: Path, st: os.stat_result | None = None) -> Identity:
+        st = st or os.stat(path)
+        head_len = min(st.st_size, HEAD_BYTES)
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, head_len, head_digest(path, head_len))
+
+
+def head_digest(path: Path, length: int) -> bytes:
+    with open(path, "rb") as fh:
+        return hashlib.blake2b(fh.read(length), digest_size=16).digest()
+
+
+def compare(stored: Identity, path: Path, st: os.stat_result) -> str:
+    """SAME, APPENDED (same inode and head, longer) or REWRITTEN, for a file as stored and as it is now."""
+    if (st.st_dev, st.st_ino) != (stored.dev, stored.ino) or st.st_size < stored.size:
+        return REWRITTEN
+    if st.st_size == stored.size and st.st_mtime_ns == stored.mtime_ns:
+        return SAME
+    try:
+        if head_digest(path, stored.head_len) != stored.head:
+            return REWRITTEN
+    except OSError:
+        return REWRITTEN
+    return APPENDED if st.st_size > stored.size else REWRITTEN
+
+
+@dataclass(slots=True)
+class FileRecord:
+    path: str
+    identity: Identity
+    offset: int
+    """Bytes counted and read up to (the end of the last whole line)."""
+    count: int
+    info: dict[str, Any] | None
+
+
+def _private_dir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+
+
+def _private_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+class IndexDB:
+    """One connection to the database; use as a context manager, or `close()`."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path | None) -> None:
+        self.conn = conn
+        self.path = path
+
+    def rebuild(self) -> IndexDB | None:
+        """Throw this database away (it was found damaged) and open an empty one in its place."""
+        self.close()
+        if self.path is None:
+            return None
+        _remove_database(self.path)
+        return IndexDB.open(self.path.parent)
+
+    @classmethod
+    def open(cls, folder: Path | None = None) -> IndexDB | None:
+        """The database in `folder` (default: the cache folder), rebuilt if damaged; None if caching is off
+        or the folder cannot be written."""
+        folder = folder if folder is not None else cache_dir()
+        if folder is None:
+            return None
+        db_path = folder / DB_NAME
+        for attempt in (1, 2):
+            try:
+                _private_dir(folder)
+                _private_file(db_path)
+                return cls(_connect(db_path), db_path)
+            except sqlite3.DatabaseError:
+                if attempt == 2:
+                    return None
+                _remove_database(db_path)
+            except OSError:
+                return None
+        return None
+
+    def __enter__(self) -> IndexDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.close()
+
+    # ---- files -------------------------------------------------------------------------------
+    def files(self, paths: Iterable[str] | None = None) -> dict[str, FileRecord]:
+        rows = self.conn.execute(
+            "SELECT path, dev, ino, size, mtime_ns, head_len, head, offset, count, info FROM files"
+        ).fetchall()
+        wanted = set(paths) if paths is not None else None
+        out = {}
+        for path, dev, ino, size, mtime_ns, head_len, head, offset, count, info in rows:
+            if wanted is not None and path not in wanted:
+                continue
+            out[path] = FileRecord(
+                path,
+                Identity(dev, ino, size, mtime_ns, head_len, head),
+                offset,
+                count,
+                orjson.loads(info) if info is not None else None,
+            )
+        return out
+
+    def put_files(self, records: Iterable[FileRecord]) -> None:
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    r.path,
+                    r.identity.dev,
+                    r.identity.ino,
+                    r.identity.size,
+                    r.identity.mtime_ns,
+                    r.identity.head_len,
+                    r.identity.head,
+                    r.offset,
+                    r.count,
+                    orjson.dumps(r.info) if r.info is not None else None,
+                )
+                for r in records
+            ],
+        )
+
+    def drop_files(self, paths: Iterable[str]) -> None:
+        todo = [(p,) for p in paths]
+        self.conn.executemany("DELETE FROM files WHERE path = ?", todo)
+        self.conn.executemany("DELETE FROM uuids WHERE path = ?", todo)
+
+    # ---- sessions: checks' results -----------------------------------------------------------
+    def sessions(self) -> dict[str, tuple[Any, Any]]:
+        """key -> (members fingerprint, report), both as decoded JSON."""
+        return {
+            key: (orjson.loads(members), orjson.loads(report))
+            for key, members, report in self.conn.execute("SELECT key, members, report FROM sessions")
+        }
+
+    def put_sessions(self, items: Iterable[tuple[str, Any, Any]]) -> None:
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO sessions VALUES (?,?,?)",
+            [(key, orjson.dumps(members), orjson.dumps(report)) for key, members, report in items],
+        )
+
+    def drop_sessions(self, keys: Iterable[str]) -> None:
+        self.conn.executemany("DELETE FROM sessions WHERE key = ?", [(k,) for k in keys])
+
+    # ---- uuids -------------------------------------------------------------------------------
+    def put_uuids(self, path: str, uuids: Iterable[tuple[str, int]]) -> None:
+        self.conn.execute("DELETE FROM uuids WHERE path = ?", (path,))
+        self.conn.executemany("INSERT INTO uuids VALUES (?,?,?)", ((u, path, line) for u, line in uuids))
+
+    def homes(self, uuid: str) -> list[tuple[str, int]]:
+        """(file, 0-based line) of every stored row with this uuid."""
+        return self.conn.execute("SELECT path, line FROM uuids WHERE uuid = ? ORDER BY path, line", (uuid,)).fetchall()
+
+    def commit(self) -> None:
+        """Make the changes durable; a database another process holds too long is left as it was."""
+        try:
+            self.conn.commit()
+        except sqlite3.OperationalError:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.rollback()
+
+    def stored_paths(self) -> Iterator[str]:
+        for (path,) in self.conn.execute("SELECT path FROM files"):
+            yield path
+
+
+def _connect(db_path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(db_path, timeout=BUSY_MS / 1000, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, SCHEMA_VERSION):
+            raise sqlite3.DatabaseError(f"schema {version}, expected {SCHEMA_VERSION}")
+        if version == 0:
+            conn.executescript(_SCHEMA)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.commit()
+    except BaseException:
+        conn.close()
+        raise
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            os.chmod(str(db_path) + suffix, 0o600)
+    return conn
+
+
+def _remove_database(db_path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            os.unlink(str(db_path) + suffix)
