@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,8 @@ DB_NAME = "index-v1.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000
 SAME, APPENDED, REWRITTEN = "same", "appended", "rewritten"
+RACY_NS = 2_000_000_000
+"""A file modified this recently may change again within its mtime's granularity: never take it as unchanged."""
 DAMAGE = (sqlite3.DatabaseError, orjson.JSONDecodeError, ValueError, TypeError, KeyError, IndexError)
 """What reading a damaged database raises: the caller rebuilds it and computes without it."""
 
@@ -68,7 +71,13 @@ class Identity:
     def of(cls, path: Path, st: os.stat_result | None = None) -> Identity:
         st = st or os.stat(path)
         head_len = min(st.st_size, HEAD_BYTES)
-        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, head_len, head_digest(path, head_len))
+        mtime = st.st_mtime_ns if settled(st) else -1
+        return cls(st.st_dev, st.st_ino, st.st_size, mtime, head_len, head_digest(path, head_len))
+
+
+def settled(st: os.stat_result) -> bool:
+    """Modified long enough ago that a same-size change within the same mtime tick is ruled out."""
+    return time.time_ns() - st.st_mtime_ns > RACY_NS
 
 
 def head_digest(path: Path, length: int) -> bytes:
@@ -224,6 +233,14 @@ class IndexDB:
     def put_uuids(self, path: str, uuids: Iterable[tuple[str, int]]) -> None:
         self.conn.execute("DELETE FROM uuids WHERE path = ?", (path,))
         self.conn.executemany("INSERT INTO uuids VALUES (?,?,?)", ((u, path, line) for u, line in uuids))
+
+    def stored_uuid_paths(self, prefix: str) -> list[str]:
+        """Files under `prefix` that have rows in the uuid table."""
+        rows = self.conn.execute("SELECT DISTINCT path FROM uuids WHERE substr(path, 1, ?) = ?", (len(prefix), prefix))
+        return [path for (path,) in rows]
+
+    def drop_uuids(self, paths: Iterable[str]) -> None:
+        self.conn.executemany("DELETE FROM uuids WHERE path = ?", [(p,) for p in paths])
 
     def homes(self, uuid: str) -> list[tuple[str, int]]:
         """(file, 0-based line) of every stored row with this uuid."""

@@ -1,0 +1,181 @@
+"""`check` of a whole folder through the persistent index: only sessions whose files changed are read.
+
+A session's checks depend on its own files (the main transcript and its subagents) and on the legacy
+agent files beside it; their identities (device, inode, size, mtime) and those names are stored with the
+session's result. An unchanged session gives its stored diagnostics and unresolved links; the others are
+checked (on several processes when there are many) and stored. Links across files are then settled
+against the stored uuid table, restricted to the files present now.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from server.index.checks import Pending
+from server.index.diagnostics import Diagnostic, Related
+from server.index.links import resolve
+from server.index.parallel import _tasks, check_folder
+from server.index.store import ProjectIndex, SessionKey, session_key
+from storage.indexdb import DAMAGE, IndexDB, settled
+
+SessionResult = tuple[str, list[Any], list[Any]]
+"""(session key, diagnostics as JSON lists, pending links as JSON lists)."""
+Work = tuple[list[SessionResult], list[tuple[str, list[tuple[str, int]]]]]
+
+
+def key_text(key: SessionKey) -> str:
+    return f"{key[0]}\0{key[1]}"
+
+
+def diag_to_json(d: Diagnostic) -> list[Any]:
+    return [str(d.path), d.line, d.code, d.message, [[str(r.path), r.line, r.message] for r in d.related], d.key]
+
+
+def diag_from_json(v: list[Any]) -> Diagnostic:
+    path, line, code, message, related, key = v
+    return Diagnostic(Path(path), line, code, message, [Related(Path(p), n, m) for p, n, m in related], key=key)
+
+
+def pending_to_json(p: Pending) -> list[Any]:
+    return [str(p.path), p.line, p.kind, p.target, p.extra]
+
+
+def pending_from_json(v: list[Any]) -> Pending:
+    path, line, kind, target, extra = v
+    return Pending(Path(path), line, kind, target, extra)
+
+
+def _work(root: Path, paths: list[Path]) -> Work:
+    idx = ProjectIndex(root)
+    idx.scan(paths=paths)
+    results = []
+    for key in list(idx._members):
+        report = idx._report(key)
+        results.append(
+            (key_text(key), [diag_to_json(d) for d in report.diagnostics], [pending_to_json(p) for p in report.pending])
+        )
+    uuids = [(str(p), [(u, r.line) for u, r in s.transcript.nodes.items()]) for p, s in idx.files.items()]
+    return results, uuids
+
+
+def _compute(root: Path, paths: list[Path], workers: int, progress: Callable[[int, int], None] | None) -> list[Work]:
+    if workers < 2 or len(paths) < 4:
+        out = [_work(root, paths)] if paths else []
+        if progress is not None:
+            progress(len(paths), len(paths))
+        return out
+    done = 0
+    works: list[Work] = []
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        futures = {pool.submit(_work, root, t): len(t) for t in _tasks(paths)}
+        for fut in as_completed(futures):
+            works.append(fut.result())
+            done += futures[fut]
+            if progress is not None:
+                progress(done, len(paths))
+    return works
+
+
+def _stamps(members: list[Path], legacy: list[str]) -> list[Any] | None:
+    """The identities a session's checks depend on; None if a file changed too recently to be sure of."""
+    out: list[Any] = []
+    for p in sorted(members):
+        st = os.stat(p)
+        if not settled(st):
+            return None
+        out.append([str(p), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns])
+    return [out, legacy]
+
+
+def _legacy_ids(project_dir: Path) -> list[str]:
+    try:
+        return sorted(n[6:-6] for n in os.listdir(project_dir) if n.startswith("agent-") and n.endswith(".jsonl"))
+    except OSError:
+        return []
+
+
+def check_folder_indexed(
+    projects_dir: Path,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    db: IndexDB | None = None,
+) -> tuple[list[Diagnostic], int]:
+    """All diagnostics of a projects folder and the number of files checked, as `check_folder` gives them."""
+    own = db is None
+    db = IndexDB.open() if db is None else db
+    if db is None:
+        return check_folder(projects_dir, workers, progress)
+    try:
+        try:
+            return _check(db, projects_dir, workers or os.cpu_count() or 1, progress)
+        except DAMAGE:
+            rebuilt = db.rebuild()
+            if rebuilt is None:
+                return check_folder(projects_dir, workers, progress)
+            db = rebuilt
+            return _check(db, projects_dir, workers or os.cpu_count() or 1, progress)
+    finally:
+        if own:
+            db.close()
+
+
+def _check(
+    db: IndexDB, projects_dir: Path, workers: int, progress: Callable[[int, int], None] | None
+) -> tuple[list[Diagnostic], int]:
+    index = ProjectIndex(projects_dir)
+    root = index.projects_dir
+    paths = list(index.discover())
+    groups: dict[SessionKey, list[Path]] = {}
+    for p in paths:
+        groups.setdefault(session_key(p), []).append(p)
+    legacy: dict[Path, list[str]] = {}
+    stamps: dict[str, Any] = {}
+    for key, members in groups.items():
+        if key[0] not in legacy:
+            legacy[key[0]] = _legacy_ids(key[0])
+        try:
+            stamps[key_text(key)] = _stamps(members, legacy[key[0]])
+        except OSError:
+            stamps[key_text(key)] = None
+    stored = db.sessions()
+    prefix = str(root) + os.sep
+    reports: dict[str, tuple[list[Any], list[Any]]] = {}
+    todo: list[Path] = []
+    for key, members in groups.items():
+        text = key_text(key)
+        old = stored.get(text)
+        if old is not None and stamps[text] is not None and old[0] == stamps[text]:
+            reports[text] = (old[1][0], old[1][1])
+        else:
+            todo.extend(members)
+    fresh: list[tuple[str, Any, Any]] = []
+    for results, uuids in _compute(root, todo, workers, progress):
+        for text, diags, pending in results:
+            reports[text] = (diags, pending)
+            if stamps.get(text) is not None:
+                fresh.append((text, stamps[text], [diags, pending]))
+        for path, ids in uuids:
+            db.put_uuids(path, ids)
+    gone = [k for k in stored if k.startswith(prefix) and k not in stamps]
+    present = {str(p) for p in paths}
+    dropped = [p for p in db.stored_uuid_paths(prefix) if p not in present]
+    if fresh or gone or dropped or todo:
+        db.put_sessions(fresh)
+        db.drop_sessions(gone)
+        db.drop_uuids(dropped)
+        db.commit()
+    diags = [diag_from_json(d) for diags, _ in reports.values() for d in diags]
+    pending = [pending_from_json(p) for _, pend in reports.values() for p in pend]
+    mains = {p.stem: p for p in paths if p.stem == session_key(p)[1]}
+
+    def lookup(uuid: str) -> list[tuple[Path, int]]:
+        return [(Path(p), line) for p, line in db.homes(uuid) if p in present]
+
+    diags += resolve(pending, lookup, mains.get)
+    return sorted(diags, key=Diagnostic.sort_key), len(paths)

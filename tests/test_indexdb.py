@@ -1,0 +1,240 @@
+"""The persistent index (SQLite in the cache folder): `list` and `check` give what a fresh read gives,
+re-read only files whose identity changed, rebuild a damaged or old-schema database, and keep it private."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from server.index.parallel import check_folder
+from server.index.persisted import check_folder_indexed
+from storage.indexdb import DB_NAME, SCHEMA_VERSION, IndexDB
+from storage.indexedlist import list_sessions_indexed
+from storage.sessions import list_sessions
+
+CORPUS = Path(__file__).resolve().parent / "corpus" / "claude-code-2.1.328" / "projects"
+SHOP = "-Users-me-shop"
+PAR = "11111111-1111-4111-8111-111111111111"
+AGENT = "22222222-2222-4222-8222-222222222222"
+REPO = Path(__file__).resolve().parent.parent
+HOUR_AGO = time.time() - 3600
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("SESSION_LSP_NO_CACHE", raising=False)
+    return tmp_path / "cache" / "session-lsp"
+
+
+def age(root: Path, when: float = HOUR_AGO) -> None:
+    """Files written an hour ago: settled, so the index may take them as unchanged."""
+    for p in root.rglob("*"):
+        os.utime(p, (when, when))
+
+
+@pytest.fixture
+def projects(tmp_path: Path) -> Path:
+    dest = tmp_path / "projects"
+    shutil.copytree(CORPUS, dest)
+    damage(dest)
+    age(dest)
+    return dest
+
+
+def damage(root: Path) -> None:
+    """Problems of several kinds, some across files, so the checks have something to say."""
+    par = root / SHOP / f"{PAR}.jsonl"
+    lines = par.read_bytes().splitlines(keepends=True)
+    lines.insert(3, b"not json\n")
+    first = orjson.loads(lines[4])
+    lines.append(
+        orjson.dumps(
+            {
+                **first,
+                "uuid": "dddddddd-0000-4000-8000-000000000001",
+                "parentUuid": "eeeeeeee-0000-4000-8000-00000000dead",
+            }
+        )
+        + b"\n"
+    )
+    par.write_bytes(b"".join(lines))
+    other = root / SHOP / f"{AGENT}.jsonl"
+    with open(other, "ab") as fh:  # a parent that lives in another file
+        fh.write(
+            orjson.dumps(
+                {
+                    **first,
+                    "uuid": "dddddddd-0000-4000-8000-000000000002",
+                    "sessionId": AGENT,
+                    "parentUuid": "dddddddd-0000-4000-8000-000000000001",
+                }
+            )
+            + b"\n"
+        )
+
+
+def listing(root: Path) -> list[dict]:
+    return [s.to_json() for s in list_sessions(root)]
+
+
+def indexed_listing(root: Path) -> list[dict]:
+    return [s.to_json() for s in list_sessions_indexed(root)]
+
+
+def checked(root: Path) -> list[dict]:
+    return [d.to_json() for d in check_folder(root, 1)[0]]
+
+
+def indexed_checked(root: Path, workers: int = 1) -> list[dict]:
+    return [d.to_json() for d in check_folder_indexed(root, workers)[0]]
+
+
+def test_list_and_check_match_a_fresh_read_cold_and_warm(projects: Path, cache: Path) -> None:
+    expected_list, expected_check = listing(projects), checked(projects)
+    assert {d["code"] for d in expected_check} >= {"invalid-json", "dangling-parent", "cross-file-parent"}
+    for _ in range(2):
+        assert indexed_listing(projects) == expected_list
+        assert indexed_checked(projects) == expected_check
+        assert indexed_checked(projects, workers=2) == expected_check
+    with sqlite3.connect(cache / DB_NAME) as conn:
+        assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == len(expected_list)
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] >= 4
+        assert conn.execute("SELECT count(*) FROM uuids").fetchone()[0] > 100
+
+
+def test_an_unchanged_identity_is_not_read_again(projects: Path, cache: Path) -> None:
+    """A same-size rewrite that keeps the mtime is taken from the database: proof that the file was not read."""
+    before_list, before_check = indexed_listing(projects), indexed_checked(projects)
+    path = projects / SHOP / f"{AGENT}.jsonl"
+    data = path.read_bytes()
+    path.write_bytes(b"x" * (len(data) - 1) + b"\n")
+    os.utime(path, (HOUR_AGO, HOUR_AGO))
+    assert indexed_listing(projects) == before_list
+    assert indexed_checked(projects) == before_check
+    os.utime(path, (HOUR_AGO + 60, HOUR_AGO + 60))  # the mtime moved: read again, in full (the head changed)
+    assert indexed_listing(projects) == listing(projects)
+    after = indexed_checked(projects)
+    assert after == checked(projects) and after != before_check
+    assert any(d["code"] == "invalid-json" and d["path"] == str(path) for d in after)
+
+
+def test_appends_rewrites_removals_and_new_files(projects: Path, cache: Path) -> None:
+    indexed_listing(projects), indexed_checked(projects)
+    par = projects / SHOP / f"{PAR}.jsonl"
+    last = orjson.loads(par.read_bytes().splitlines()[2])
+    with open(par, "ab") as fh:  # an append: counted from the stored offset
+        for i in range(3):
+            fh.write(orjson.dumps({**last, "uuid": f"aaaaaaaa-0000-4000-8000-00000000000{i}", "type": "user"}) + b"\n")
+        fh.write(b'{"type":"custom-title","customTitle":"renamed","sessionId":"' + PAR.encode() + b'"}\n')
+    age(projects, HOUR_AGO + 120)
+    got = indexed_listing(projects)
+    assert got == listing(projects)
+    assert next(s for s in got if s["sessionId"] == PAR)["title"] == "renamed"
+    assert indexed_checked(projects) == checked(projects)
+    agent = projects / SHOP / f"{AGENT}.jsonl"  # a rewrite to a longer file with another head
+    agent.write_bytes(b'{"type":"mode","mode":"normal"}\n' + agent.read_bytes())
+    (projects / "-Users-me-other").rename(projects / "-Users-me-moved")  # files gone, files new
+    age(projects, HOUR_AGO + 240)
+    assert indexed_listing(projects) == listing(projects)
+    assert indexed_checked(projects) == checked(projects)
+    new_sub = projects / SHOP / PAR / "subagents" / "agent-a0123456789abcdef.jsonl"  # a new subagent file
+    new_sub.parent.mkdir(parents=True, exist_ok=True)
+    new_sub.write_bytes(orjson.dumps({**last, "isSidechain": True, "agentId": "a0123456789abcdef"}) + b"\n")
+    age(projects, HOUR_AGO + 360)
+    assert indexed_listing(projects) == listing(projects)
+    assert any(len(s["subagents"]) for s in indexed_listing(projects) if s["sessionId"] == PAR)
+    assert indexed_checked(projects) == checked(projects)
+
+
+def test_a_recently_modified_file_is_read_again(projects: Path, cache: Path) -> None:
+    indexed_listing(projects), indexed_checked(projects)
+    path = projects / SHOP / f"{AGENT}.jsonl"
+    data = path.read_bytes()
+    path.write_bytes(b"x" * (len(data) - 1) + b"\n")  # same size, modified just now: could be the same tick
+    assert indexed_listing(projects) == listing(projects)
+    assert indexed_checked(projects) == checked(projects)
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated", "old-schema", "bad-row"])
+def test_a_damaged_or_old_database_is_rebuilt(projects: Path, cache: Path, how: str) -> None:
+    expected_list, expected_check = listing(projects), checked(projects)
+    indexed_listing(projects), indexed_checked(projects)
+    db = cache / DB_NAME
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    if how == "garbage":
+        db.write_bytes(b"this is not a database" * 100)
+    elif how == "truncated":
+        db.write_bytes(db.read_bytes()[:1500])
+    elif how == "old-schema":
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE files SET info = NULL, count = 999")
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 7}")
+    else:
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE files SET info = x'7b7b7b'")
+            conn.execute("UPDATE sessions SET report = x'5b5b'")
+    for suffix in ("-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    assert indexed_listing(projects) == expected_list
+    assert indexed_checked(projects) == expected_check
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("SELECT count(*) FROM files WHERE info IS NOT NULL").fetchone()[0] == len(expected_list)
+
+
+def test_folder_0700_and_files_0600_under_umask_0(projects: Path, cache: Path) -> None:
+    old = os.umask(0)
+    try:
+        indexed_listing(projects)
+        indexed_checked(projects)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+    made = sorted(cache.glob(DB_NAME + "*"))
+    assert made and all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in made), [
+        (p, oct(p.stat().st_mode)) for p in made
+    ]
+
+
+def test_no_cache_turns_it_off(projects: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SESSION_LSP_NO_CACHE", "1")
+    assert IndexDB.open() is None
+    assert indexed_listing(projects) == listing(projects)
+    assert indexed_checked(projects) == checked(projects)
+    assert not cache.exists()
+
+
+def test_commands_use_the_index(projects: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    env.pop("SESSION_LSP_NO_CACHE", None)
+    for args in (["list", "--json"], ["check", "--json", "-j", "1"]):
+        first = subprocess.run(
+            [sys.executable, "-m", "server.cli", *args, "--projects-dir", str(projects)],
+            capture_output=True,
+            cwd=REPO,
+            env=env,
+            timeout=120,
+        )
+        second = subprocess.run(
+            [sys.executable, "-m", "server.cli", *args, "--projects-dir", str(projects)],
+            capture_output=True,
+            cwd=REPO,
+            env=env,
+            timeout=120,
+        )
+        assert first.stdout == second.stdout and first.returncode == second.returncode
+    assert orjson.loads(first.stdout) == checked(projects)
+    with sqlite3.connect(tmp_path / "xdg" / "session-lsp" / DB_NAME) as conn:
+        assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == len(listing(projects))
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] >= 4
