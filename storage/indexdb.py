@@ -1,9 +1,10 @@
 """The persistent index: an SQLite database (WAL) in the cache folder, so a restart re-reads only what changed.
 
 Per transcript file it keeps the file's identity (device, inode, size, mtime, a fingerprint of its head),
-the byte offset it was read up to, its message count and listing summary; per session the checks'
-result (diagnostics and unresolved links, as JSON) with the identities it was computed from; and the
-uuid -> (file, line) table that settles links across files. Bodies are never stored.
+the byte offset it was read up to, its message count and listing summary, and (for the language
+server's index) its link rows, line offsets and read state; per session the checks' result (diagnostics
+and unresolved links, as JSON) with the identities it was computed from; and the uuid -> (file, line)
+table that settles links across files. Message bodies are never stored.
 
 A file whose identity is unchanged is taken from the database; one that grew on the same inode with the
 same head is read from the stored offset; anything else (shrunk, replaced, rewritten in place) is read in
@@ -27,8 +28,8 @@ from typing import Any
 
 import orjson
 
-SCHEMA_VERSION = 1
-DB_NAME = "index-v1.sqlite3"
+SCHEMA_VERSION = 2
+DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000
 SAME, APPENDED, REWRITTEN = "same", "appended", "rewritten"
@@ -42,6 +43,9 @@ CREATE TABLE IF NOT EXISTS files(
     path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,
     head_len INTEGER, head BLOB, offset INTEGER, count INTEGER, info BLOB);
 CREATE TABLE IF NOT EXISTS sessions(key TEXT PRIMARY KEY, members BLOB, report BLOB);
+CREATE TABLE IF NOT EXISTS rowsets(
+    path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,
+    head_len INTEGER, head BLOB, state BLOB);
 CREATE TABLE IF NOT EXISTS uuids(uuid TEXT, path TEXT, line INTEGER);
 CREATE INDEX IF NOT EXISTS uuids_by_uuid ON uuids(uuid);
 CREATE INDEX IF NOT EXISTS uuids_by_path ON uuids(path);
@@ -220,6 +224,11 @@ class IndexDB:
             for key, members, report in self.conn.execute("SELECT key, members, report FROM sessions")
         }
 
+    def session(self, key: str) -> tuple[Any, Any] | None:
+        """(members fingerprint, report) of one session, or None."""
+        found = self.conn.execute("SELECT members, report FROM sessions WHERE key = ?", (key,)).fetchone()
+        return None if found is None else (orjson.loads(found[0]), orjson.loads(found[1]))
+
     def put_sessions(self, items: Iterable[tuple[str, Any, Any]]) -> None:
         self.conn.executemany(
             "INSERT OR REPLACE INTO sessions VALUES (?,?,?)",
@@ -245,6 +254,22 @@ class IndexDB:
     def homes(self, uuid: str) -> list[tuple[str, int]]:
         """(file, 0-based line) of every stored row with this uuid."""
         return self.conn.execute("SELECT path, line FROM uuids WHERE uuid = ? ORDER BY path, line", (uuid,)).fetchall()
+
+    # ---- rowsets: an index's per-file state (link rows, line offsets, where reading stopped) -------
+    def rowset(self, path: str) -> tuple[Identity, bytes] | None:
+        found = self.conn.execute(
+            "SELECT dev, ino, size, mtime_ns, head_len, head, state FROM rowsets WHERE path = ?", (path,)
+        ).fetchone()
+        return None if found is None else (Identity(*found[:6]), found[6])
+
+    def put_rowsets(self, items: Iterable[tuple[str, Identity, bytes]]) -> None:
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO rowsets VALUES (?,?,?,?,?,?,?,?)",
+            [(p, i.dev, i.ino, i.size, i.mtime_ns, i.head_len, i.head, state) for p, i, state in items],
+        )
+
+    def drop_rowsets(self, paths: Iterable[str]) -> None:
+        self.conn.executemany("DELETE FROM rowsets WHERE path = ?", [(p,) for p in paths])
 
     def commit(self) -> None:
         """Make the changes durable; a database another process holds too long is left as it was."""

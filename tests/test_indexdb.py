@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from server.index import ProjectIndex
 from server.index.parallel import check_folder
 from server.index.persisted import check_folder_indexed
 from storage.indexdb import DB_NAME, SCHEMA_VERSION, IndexDB
@@ -238,3 +239,59 @@ def test_commands_use_the_index(projects: Path, tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "xdg" / "session-lsp" / DB_NAME) as conn:
         assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == len(listing(projects))
         assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] >= 4
+
+
+def index_of(root: Path, persist: bool = True) -> ProjectIndex:
+    idx = ProjectIndex(root, persist=persist)
+    idx.scan()
+    return idx
+
+
+def snapshot(idx: ProjectIndex) -> dict:
+    return {
+        str(p): (s.transcript.rows, s.transcript.problems, s.read, list(s.line_offsets), s.torn)
+        for p, s in sorted(idx.files.items())
+    }
+
+
+def diagnostics_of(idx: ProjectIndex) -> list[dict]:
+    return [d.to_json() for d in idx.all_diagnostics()]
+
+
+def test_the_server_index_restarts_from_the_database(projects: Path, cache: Path) -> None:
+    first = index_of(projects)
+    expected, expected_diags = snapshot(first), diagnostics_of(first)
+    first.close()
+    path = projects / SHOP / f"{AGENT}.jsonl"  # same size and mtime, other bytes: only a stored state explains the rows
+    path.write_bytes(b"x" * (path.stat().st_size - 1) + b"\n")
+    os.utime(path, (HOUR_AGO, HOUR_AGO))
+    second = index_of(projects)
+    assert snapshot(second) == expected
+    assert diagnostics_of(second) == expected_diags
+    assert snapshot(index_of(projects, persist=False)) != expected
+
+
+def test_the_server_index_reads_appends_from_the_stored_offset_and_rewrites_in_full(
+    projects: Path, cache: Path
+) -> None:
+    index_of(projects).close()
+    par = projects / SHOP / f"{PAR}.jsonl"
+    last = orjson.loads(par.read_bytes().splitlines()[2])
+    with open(par, "ab") as fh:
+        fh.write(orjson.dumps({**last, "uuid": "aaaaaaaa-0000-4000-8000-00000000000a"}) + b"\n")
+        fh.write(b'{"type":"user","uuid":"torn')
+    agent = projects / SHOP / f"{AGENT}.jsonl"
+    agent.write_bytes(b'{"type":"mode","mode":"normal"}\n' + agent.read_bytes())
+    age(projects, HOUR_AGO + 60)
+    warm = index_of(projects)
+    fresh = index_of(projects, persist=False)
+    assert snapshot(warm) == snapshot(fresh)
+    assert diagnostics_of(warm) == diagnostics_of(fresh)
+    assert any(d["code"] == "torn-tail" for d in diagnostics_of(warm))
+    warm.close()
+    with open(par, "ab") as fh:  # the torn tail completed: the restored state reads on from its offset
+        fh.write(b'x","parentUuid":null}\n')
+    age(projects, HOUR_AGO + 120)
+    again = index_of(projects)
+    assert snapshot(again) == snapshot(index_of(projects, persist=False))
+    assert diagnostics_of(again) == diagnostics_of(index_of(projects, persist=False))

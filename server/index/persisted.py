@@ -16,42 +16,29 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from server.index.checks import Pending
-from server.index.diagnostics import Diagnostic, Related
+from server.index.diagnostics import Diagnostic
 from server.index.links import resolve
 from server.index.parallel import _tasks, check_folder
+from server.index.saved import (
+    diag_from_json,
+    diag_to_json,
+    key_text,
+    legacy_ids,
+    pending_from_json,
+    pending_to_json,
+    row_uuids,
+    stamps,
+)
 from server.index.store import ProjectIndex, SessionKey, session_key
-from storage.indexdb import DAMAGE, IndexDB, settled
+from storage.indexdb import DAMAGE, IndexDB
 
 SessionResult = tuple[str, list[Any], list[Any]]
 """(session key, diagnostics as JSON lists, pending links as JSON lists)."""
 Work = tuple[list[SessionResult], list[tuple[str, list[tuple[str, int]]]]]
 
 
-def key_text(key: SessionKey) -> str:
-    return f"{key[0]}\0{key[1]}"
-
-
-def diag_to_json(d: Diagnostic) -> list[Any]:
-    return [str(d.path), d.line, d.code, d.message, [[str(r.path), r.line, r.message] for r in d.related], d.key]
-
-
-def diag_from_json(v: list[Any]) -> Diagnostic:
-    path, line, code, message, related, key = v
-    return Diagnostic(Path(path), line, code, message, [Related(Path(p), n, m) for p, n, m in related], key=key)
-
-
-def pending_to_json(p: Pending) -> list[Any]:
-    return [str(p.path), p.line, p.kind, p.target, p.extra]
-
-
-def pending_from_json(v: list[Any]) -> Pending:
-    path, line, kind, target, extra = v
-    return Pending(Path(path), line, kind, target, extra)
-
-
 def _work(root: Path, paths: list[Path]) -> Work:
-    idx = ProjectIndex(root)
+    idx = ProjectIndex(root, persist=False)
     idx.scan(paths=paths)
     results = []
     for key in list(idx._members):
@@ -59,7 +46,7 @@ def _work(root: Path, paths: list[Path]) -> Work:
         results.append(
             (key_text(key), [diag_to_json(d) for d in report.diagnostics], [pending_to_json(p) for p in report.pending])
         )
-    uuids = [(str(p), [(u, r.line) for u, r in s.transcript.nodes.items()]) for p, s in idx.files.items()]
+    uuids = [(str(p), row_uuids(s)) for p, s in idx.files.items()]
     return results, uuids
 
 
@@ -79,24 +66,6 @@ def _compute(root: Path, paths: list[Path], workers: int, progress: Callable[[in
             if progress is not None:
                 progress(done, len(paths))
     return works
-
-
-def _stamps(members: list[Path], legacy: list[str]) -> list[Any] | None:
-    """The identities a session's checks depend on; None if a file changed too recently to be sure of."""
-    out: list[Any] = []
-    for p in sorted(members):
-        st = os.stat(p)
-        if not settled(st):
-            return None
-        out.append([str(p), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns])
-    return [out, legacy]
-
-
-def _legacy_ids(project_dir: Path) -> list[str]:
-    try:
-        return sorted(n[6:-6] for n in os.listdir(project_dir) if n.startswith("agent-") and n.endswith(".jsonl"))
-    except OSError:
-        return []
 
 
 def check_folder_indexed(
@@ -128,21 +97,18 @@ def check_folder_indexed(
 def _check(
     db: IndexDB, projects_dir: Path, workers: int, progress: Callable[[int, int], None] | None
 ) -> tuple[list[Diagnostic], int]:
-    index = ProjectIndex(projects_dir)
+    index = ProjectIndex(projects_dir, persist=False)
     root = index.projects_dir
     paths = list(index.discover())
     groups: dict[SessionKey, list[Path]] = {}
     for p in paths:
         groups.setdefault(session_key(p), []).append(p)
     legacy: dict[Path, list[str]] = {}
-    stamps: dict[str, Any] = {}
+    stamped: dict[str, Any] = {}
     for key, members in groups.items():
         if key[0] not in legacy:
-            legacy[key[0]] = _legacy_ids(key[0])
-        try:
-            stamps[key_text(key)] = _stamps(members, legacy[key[0]])
-        except OSError:
-            stamps[key_text(key)] = None
+            legacy[key[0]] = legacy_ids(key[0])
+        stamped[key_text(key)] = stamps(members, legacy[key[0]])
     stored = db.sessions()
     prefix = str(root) + os.sep
     reports: dict[str, tuple[list[Any], list[Any]]] = {}
@@ -150,7 +116,7 @@ def _check(
     for key, members in groups.items():
         text = key_text(key)
         old = stored.get(text)
-        if old is not None and stamps[text] is not None and old[0] == stamps[text]:
+        if old is not None and stamped[text] is not None and old[0] == stamped[text]:
             reports[text] = (old[1][0], old[1][1])
         else:
             todo.extend(members)
@@ -158,11 +124,11 @@ def _check(
     for results, uuids in _compute(root, todo, workers, progress):
         for text, diags, pending in results:
             reports[text] = (diags, pending)
-            if stamps.get(text) is not None:
-                fresh.append((text, stamps[text], [diags, pending]))
+            if stamped.get(text) is not None:
+                fresh.append((text, stamped[text], [diags, pending]))
         for path, ids in uuids:
             db.put_uuids(path, ids)
-    gone = [k for k in stored if k.startswith(prefix) and k not in stamps]
+    gone = [k for k in stored if k.startswith(prefix) and k not in stamped]
     present = {str(p) for p in paths}
     dropped = [p for p in db.stored_uuid_paths(prefix) if p not in present]
     if fresh or gone or dropped or todo:

@@ -14,6 +14,17 @@ from server.index.diagnostics import Diagnostic
 from server.index.filestate import APPENDED, MISSING, RELOADED, UNCHANGED, FileState
 from server.index.links import resolve
 from server.index.ranges import locate
+from server.index.saved import (
+    key_text,
+    legacy_ids,
+    report_from_json,
+    report_to_json,
+    restore_file,
+    row_uuids,
+    save_files,
+    stamps,
+)
+from storage.indexdb import DAMAGE, IndexDB
 from storage.paths import AGENT_FILE_RE, is_session_file
 from storage.rows import Row
 from storage.sessions import SessionInfo, read_session_info
@@ -73,10 +84,19 @@ def session_key(path: Path) -> SessionKey:
 
 class ProjectIndex:
     """Per file: identity, offset read, line offsets, link rows; per session: checks; across files:
-    uuid lookups and the links that cross files. Thread-safe through `lock`."""
+    uuid lookups and the links that cross files. Thread-safe through `lock`.
 
-    def __init__(self, projects_dir: Path | str) -> None:
+    With `persist` (the default; off under SESSION_LSP_NO_CACHE) files and session checks are kept in the
+    persistent index database: a file the database holds unchanged is not read again, an appended one is
+    read from the stored offset, and `scan` stores what it read."""
+
+    def __init__(self, projects_dir: Path | str, *, persist: bool = True) -> None:
         self.projects_dir = norm(projects_dir)
+        self.persist_enabled = persist
+        self._db: IndexDB | None = None
+        self._db_opened = False
+        self._unsaved: set[Path] = set()
+        self._dropped: set[Path] = set()
         self.files: dict[Path, FileState] = {}
         self.lock = threading.RLock()
         self._members: dict[SessionKey, set[Path]] = {}
@@ -122,6 +142,36 @@ class ProjectIndex:
             if enabled:
                 gc.enable()
             gc.freeze()
+        self.persist()
+
+    def persist(self) -> None:
+        """Store the files read since the last call (and forget removed ones) in the index database."""
+        with self.lock:
+            db = self._database()
+            if db is None or not (self._unsaved or self._dropped):
+                return
+            try:
+                save_files(db, [self.files[p] for p in sorted(self._unsaved) if p in self.files])
+                db.drop_rowsets(str(p) for p in self._dropped)
+                db.commit()
+            except DAMAGE:
+                self._db = db.rebuild()
+            self._unsaved.clear()
+            self._dropped.clear()
+
+    def _database(self) -> IndexDB | None:
+        if not self._db_opened:
+            self._db_opened = True
+            self._db = IndexDB.open() if self.persist_enabled else None
+        return self._db
+
+    def close(self) -> None:
+        """Store what is unsaved and close the database (the index stays usable, without it)."""
+        self.persist()
+        with self.lock:
+            if self._db is not None:
+                self._db.close()
+            self._db, self.persist_enabled = None, False
 
     def update_file(self, path: Path | str) -> ChangeSet:
         """Read the appended bytes of one file (re-read it if replaced or shrunk; drop it if gone)."""
@@ -145,10 +195,13 @@ class ProjectIndex:
             self._touch_session(session_key(jsonl), changes)
             return
         state = self.files.get(path)
+        restored = False
         if state is None:
             if not path.is_file():
                 return
-            state = FileState(path)
+            state = self._restore(path)
+            restored = state is not None
+            state = state or FileState(path)
             self.files[path] = state
             key = session_key(path)
             self._members.setdefault(key, set()).add(path)
@@ -156,8 +209,12 @@ class ProjectIndex:
         if how == MISSING:
             self._remove(path, changes)
             return
-        if how == UNCHANGED:
+        if how == UNCHANGED and restored:
+            how = APPENDED  # new to this index all the same
+        elif how == UNCHANGED:
             return
+        else:
+            self._unsaved.add(path)
         changes.changed.add(path)
         if state.session_id:
             changes.session_ids.add(state.session_id)
@@ -179,6 +236,8 @@ class ProjectIndex:
                 self._remove(p, changes)
             return
         changes.removed.add(path)
+        self._unsaved.discard(path)
+        self._dropped.add(path)
         if state.session_id:
             changes.session_ids.add(state.session_id)
         key = session_key(path)
@@ -313,15 +372,62 @@ class ProjectIndex:
     def _all_reports(self) -> list[SessionReport]:
         return [self._report(k) for k in list(self._members)]
 
+    def _restore(self, path: Path) -> FileState | None:
+        db = self._database()
+        if db is None:
+            return None
+        try:
+            return restore_file(db, path)
+        except DAMAGE:
+            self._db = db.rebuild()
+            return None
+
     def _report(self, key: SessionKey) -> SessionReport:
         report = self._reports.get(key)
         if report is None:
             members = [self.files[p] for p in sorted(self._members.get(key, ()))]
-            main = next((s for s in members if not s.is_subagent and s.path.stem == key[1]), None)
-            subs = [s for s in members if s is not main]
-            report = check_session(main, subs, self._agent_ids(key, subs))
+            stamp = self._stamp(key, members)
+            report = self._stored_report(key, stamp)
+            if report is None:
+                main = next((s for s in members if not s.is_subagent and s.path.stem == key[1]), None)
+                subs = [s for s in members if s is not main]
+                report = check_session(main, subs, self._agent_ids(key, subs))
+                self._store_report(key, stamp, report)
             self._reports[key] = report
         return report
+
+    def _stamp(self, key: SessionKey, members: list[FileState]) -> list | None:
+        """The members' identities, when every member is read to the end of the file as it is now."""
+        if self._database() is None:
+            return None
+        for s in members:
+            if s.read.tail or s.size != s.read.offset:
+                return None
+        stamp = stamps([s.path for s in members], legacy_ids(key[0]))
+        if stamp is None or any(row[3] != s.size for row, s in zip(stamp[0], members)):
+            return None
+        return stamp
+
+    def _stored_report(self, key: SessionKey, stamp: list | None) -> SessionReport | None:
+        if stamp is None or self._db is None:
+            return None
+        try:
+            found = self._db.session(key_text(key))
+            return report_from_json(found[1]) if found is not None and found[0] == stamp else None
+        except DAMAGE:
+            self._db = self._db.rebuild()
+            return None
+
+    def _store_report(self, key: SessionKey, stamp: list | None, report: SessionReport) -> None:
+        if stamp is None or self._db is None:
+            return
+        try:
+            self._db.put_sessions([(key_text(key), stamp, report_to_json(report))])
+            for path in self._members.get(key, ()):
+                self._db.put_uuids(str(path), row_uuids(self.files[path]))
+            self._db.commit()
+        except DAMAGE:
+            self._db = self._db.rebuild()
 
     def _agent_ids(self, key: SessionKey, subs: list[FileState]) -> set[str]:
         ids = {s.agent_id for s in subs if s.agent_id}
