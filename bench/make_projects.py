@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 VERSION = "2.1.328"
+OUT = Path(__file__).resolve().parent / "out"
 WORDS = (
     "the function returns a promise and the caller awaits it before reading the config file "
     "cache miss retry later parse tokens häufig élan 项目 测试 ok — done fix the bug in login "
@@ -347,11 +348,12 @@ def make_projects(root: Path, total_mb: int, seed: int) -> Path:
     return projects
 
 
-def make_transcript(root: Path, total_mb: int, seed: int, *, compactions: bool = False) -> Path:
-    """One session file of about `total_mb` MB under `root/projects`; return its path."""
+def make_transcript(
+    root: Path, total_mb: int, seed: int, *, compactions: bool = False, cwd: str = "/Users/me/code/big"
+) -> Path:
+    """One session file of about `total_mb` MB under `root/projects`, for a session run in `cwd`."""
     rnd = Rand(seed)
-    cwd = "/Users/me/code/big"
-    folder = Path(root) / "projects" / "-Users-me-code-big"
+    folder = Path(root) / "projects" / "".join(c if c.isascii() and c.isalnum() else "-" for c in cwd)
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     return make_session(rnd, folder, cwd, total_mb * 1024 * 1024, start, compactions=compactions).path
 
@@ -373,7 +375,7 @@ def add_folder_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every benchmark takes to choose (and make once) its projects folder."""
     parser.add_argument("--mb", type=int, default=300, help="size of the generated folder")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--dir", type=Path, default=Path("/tmp/slsp-bench"), help="where generated folders live")
+    parser.add_argument("--dir", type=Path, default=OUT, help="where generated folders live (git-ignored)")
 
 
 def projects_for(args: argparse.Namespace) -> Path:

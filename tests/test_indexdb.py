@@ -295,3 +295,31 @@ def test_the_server_index_reads_appends_from_the_stored_offset_and_rewrites_in_f
     again = index_of(projects)
     assert snapshot(again) == snapshot(index_of(projects, persist=False))
     assert diagnostics_of(again) == diagnostics_of(index_of(projects, persist=False))
+
+
+def test_stored_rows_stay_in_the_database_until_needed(projects: Path, cache: Path) -> None:
+    cold = index_of(projects)
+    expected, expected_diags = snapshot(index_of(projects, persist=False)), diagnostics_of(cold)
+    cold.close()
+    warm = index_of(projects)
+    assert not any(s.loaded for s in warm.files.values())  # restored: identity and offsets only
+    assert diagnostics_of(warm) == expected_diags
+    loaded = [p for p, s in warm.files.items() if s.loaded]
+    assert len(loaded) < len(warm.files)  # stored checks; only files holding looked-up uuids were read
+    par = projects / SHOP / f"{PAR}.jsonl"
+    assert warm.files[par].transcript.rows == expected[str(par)][0]  # one file, on demand
+    assert snapshot(warm) == expected
+
+
+def test_rows_come_back_from_the_files_when_the_database_is_lost(projects: Path, cache: Path) -> None:
+    index_of(projects).close()
+    warm = index_of(projects)
+    with sqlite3.connect(cache / DB_NAME) as conn:
+        conn.execute("DELETE FROM rowsets")
+    assert snapshot(warm) == snapshot(index_of(projects, persist=False))
+    warm.close()
+    again = index_of(projects)
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(cache / DB_NAME) + suffix).write_bytes(b"garbage" * 500)
+    assert diagnostics_of(again) == diagnostics_of(index_of(projects, persist=False))
+    assert snapshot(again) == snapshot(index_of(projects, persist=False))

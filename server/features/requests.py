@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from server.features.tree import TreeView
+from storage.indexedlist import list_sessions_indexed
 from storage.lookup import SessionNotFound, find_by_id
 from storage.paths import UUID_RE, candidate_project_dirs, resolve_cwd
 from storage.resume import NotATranscript, resume
@@ -96,7 +97,7 @@ class SessionRequests:
                 raise InvalidRequest(f"projects folder does not exist: {root}")
         cwd = _str_param(params, "cwd", required=False)
         dirs = candidate_project_dirs(root, resolve_cwd(cwd)) if cwd else None
-        sessions = list_sessions(root, dirs)
+        sessions = list_sessions_indexed(root, dirs)
         if root == self.projects_dir:
             self._link_forks(sessions)
         return {"sessions": [s.to_json() for s in sessions]}

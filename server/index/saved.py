@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,55 +28,136 @@ SessionKey = tuple[Path, str]
 
 
 class SavedFile(msgspec.Struct, array_like=True, gc=False):
-    rows: list[Row]
-    problems: list[LineProblem]
-    torn: LineProblem | None
-    provisional: bool
     offset: int
     line: int
     tail: bytes
     line_offsets: bytes
     size: int
+    torn: LineProblem | None
+    provisional: bool
+    problems: list[LineProblem]
+    rows: list[Row]
+
+
+class SavedHead(msgspec.Struct, array_like=True, gc=False):
+    """The leading fields of `SavedFile`: what a restart needs before any row is read."""
+
+    offset: int
+    line: int
+    tail: bytes
+    line_offsets: bytes
+    size: int
+    torn: LineProblem | None
 
 
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(SavedFile).decode
+_decode_head = msgspec.msgpack.Decoder(SavedHead).decode
 
 
 def dump_file(state: FileState) -> bytes:
     t = state.transcript
     return _encode(
         SavedFile(
-            t.rows,
-            t.problems,
-            state.torn,
-            state.provisional is not None,
             state.read.offset,
             state.read.line,
             state.read.tail,
             state.line_offsets.tobytes(),
             state.size,
+            state.torn,
+            state.provisional is not None,
+            t.problems,
+            t.rows,
         )
     )
 
 
-def load_file(path: Path, identity: Identity, blob: bytes) -> FileState:
-    saved = _decode(blob)
-    state = FileState(path)
+class StoredFileState(FileState):
+    """A file state whose link rows stay in the database until something reads them.
+
+    `transcript` and `provisional` are loaded on first access through `loader` (the stored state of this
+    file); `unload` drops them again once they are stored. Everything else (identity, read state, line
+    offsets, torn tail) stays in memory, so refreshing an unchanged file touches no rows."""
+
+    _t: Transcript | None
+    _prov: Row | None
+    _loader: Callable[[], bytes | None] | None
+
+    def __init__(self, path: Path) -> None:
+        self._loader = None
+        self._t = None
+        self._prov = None
+        super().__init__(path)
+
+    @property  # type: ignore[override]
+    def transcript(self) -> Transcript:
+        if self._loader is not None:
+            self._load()
+        assert self._t is not None
+        return self._t
+
+    @transcript.setter
+    def transcript(self, value: Transcript) -> None:
+        self._t, self._loader = value, None
+
+    @property  # type: ignore[override]
+    def provisional(self) -> Row | None:
+        if self._loader is not None:
+            self._load()
+        return self._prov
+
+    @provisional.setter
+    def provisional(self, value: Row | None) -> None:
+        if self._loader is not None and value is None:
+            return  # set by the dataclass __init__ before anything is loaded
+        self._prov = value
+
+    @property
+    def loaded(self) -> bool:
+        return self._loader is None
+
+    def load(self) -> None:
+        """Read the rows back now (from the database, else from the file)."""
+        if self._loader is not None:
+            self._load()
+
+    def unload(self, loader: Callable[[], bytes | None]) -> None:
+        """Drop the rows (they are stored); `loader` gives them back."""
+        self._t, self._prov, self._children, self._loader = None, None, None, loader
+
+    def _load(self) -> None:
+        loader, self._loader = self._loader, None
+        blob = loader() if loader is not None else None
+        if blob is None:  # the database lost it: read the file again from the start
+            self.reset()
+            self.refresh()
+            return
+        saved = _decode(blob)
+        if (saved.offset, saved.line, saved.tail) != (self.read.offset, self.read.line, self.read.tail):
+            self.reset()  # another process stored a later state of this file: read it again ourselves
+            self.refresh()
+            return
+        t = Transcript(path=self.path, problems=saved.problems, torn_tail=saved.torn)
+        t.add_rows(saved.rows)
+        self._t = t
+        self._prov = saved.rows[-1] if saved.provisional and saved.rows else None
+
+
+def load_file(path: Path, identity: Identity, blob: bytes, loader: Callable[[], bytes | None]) -> StoredFileState:
+    """A state restored from the database: identity and read state now, rows when first needed."""
+    saved = _decode_head(blob)
+    state = StoredFileState(path)
     state.inode, state.device, state.size = identity.ino, identity.dev, saved.size
     state.read = ReadState(saved.offset, saved.line, saved.tail)
     offsets = array("Q")
     offsets.frombytes(saved.line_offsets)
     state.line_offsets = offsets
-    t = Transcript(path=path, problems=saved.problems, torn_tail=saved.torn)
-    t.add_rows(saved.rows)
-    state.transcript = t
     state.torn = saved.torn
-    state.provisional = saved.rows[-1] if saved.provisional and saved.rows else None
+    state.unload(loader)
     return state
 
 
-def restore_file(db: IndexDB, path: Path) -> FileState | None:
+def restore_file(db: IndexDB, path: Path, loader: Callable[[], bytes | None]) -> StoredFileState | None:
     """The stored state of `path` if the file is the one stored (unchanged, or appended to); else None."""
     found = db.rowset(str(path))
     if found is None:
@@ -88,12 +169,14 @@ def restore_file(db: IndexDB, path: Path) -> FileState | None:
         return None
     if compare(identity, path, st) not in (SAME, APPENDED):
         return None
-    return load_file(path, identity, blob)
+    return load_file(path, identity, blob, loader)
 
 
-def save_files(db: IndexDB, states: Iterable[FileState]) -> None:
-    """Store the states of files that are settled and fully read as they are on disk now."""
+def save_files(db: IndexDB, states: Iterable[FileState]) -> list[FileState]:
+    """Store the states (and uuid tables) of files that are settled and read as they are on disk now;
+    return those stored."""
     items = []
+    stored = []
     for state in states:
         try:
             st = os.stat(state.path)
@@ -102,7 +185,10 @@ def save_files(db: IndexDB, states: Iterable[FileState]) -> None:
         if (st.st_ino, st.st_dev, st.st_size) != (state.inode, state.device, state.size) or not settled(st):
             continue
         items.append((str(state.path), Identity.of(state.path, st), dump_file(state)))
+        db.put_uuids(str(state.path), row_uuids(state))
+        stored.append(state)
     db.put_rowsets(items)
+    return stored
 
 
 # ---- sessions ------------------------------------------------------------------------------------

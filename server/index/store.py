@@ -15,6 +15,7 @@ from server.index.filestate import APPENDED, MISSING, RELOADED, UNCHANGED, FileS
 from server.index.links import resolve
 from server.index.ranges import locate
 from server.index.saved import (
+    StoredFileState,
     key_text,
     legacy_ids,
     report_from_json,
@@ -151,13 +152,28 @@ class ProjectIndex:
             if db is None or not (self._unsaved or self._dropped):
                 return
             try:
-                save_files(db, [self.files[p] for p in sorted(self._unsaved) if p in self.files])
+                stored = save_files(db, [self.files[p] for p in sorted(self._unsaved) if p in self.files])
                 db.drop_rowsets(str(p) for p in self._dropped)
+                db.drop_uuids(str(p) for p in self._dropped)
                 db.commit()
             except DAMAGE:
-                self._db = db.rebuild()
+                self._rebuild_db()
+                stored = []
+            for state in stored:  # their rows are in the database now: read them back when needed
+                if isinstance(state, StoredFileState):
+                    state.unload(lambda p=state.path: self._stored_blob(p))
             self._unsaved.clear()
             self._dropped.clear()
+
+    def _rebuild_db(self) -> None:
+        """The database was found damaged: start a new one, and take every row back from the files."""
+        with self.lock:
+            if self._db is not None:
+                self._db = self._db.rebuild()
+            for state in list(self.files.values()):
+                if isinstance(state, StoredFileState):
+                    state.load()
+                    self._unsaved.add(state.path)
 
     def _database(self) -> IndexDB | None:
         if not self._db_opened:
@@ -201,7 +217,7 @@ class ProjectIndex:
                 return
             state = self._restore(path)
             restored = state is not None
-            state = state or FileState(path)
+            state = state or (StoredFileState(path) if self.persist_enabled else FileState(path))
             self.files[path] = state
             key = session_key(path)
             self._members.setdefault(key, set()).add(path)
@@ -210,7 +226,7 @@ class ProjectIndex:
             self._remove(path, changes)
             return
         if how == UNCHANGED and restored:
-            how = APPENDED  # new to this index all the same
+            how = RELOADED  # new to this index all the same (and its rows stay in the database)
         elif how == UNCHANGED:
             return
         else:
@@ -279,12 +295,25 @@ class ProjectIndex:
     def find_uuid(self, uuid: str) -> list[tuple[Path, Row]]:
         """Every row with this uuid, across files."""
         with self.lock:
+            stored = self._stored_homes(uuid)
             out = []
             for path, state in self.files.items():
+                if isinstance(state, StoredFileState) and not state.loaded and path not in stored:
+                    continue  # rows in the database, and none with this uuid
                 row = state.transcript.nodes.get(uuid)
                 if row is not None:
                     out.append((path, row))
             return out
+
+    def _stored_homes(self, uuid: str) -> set[Path]:
+        """Files whose rows are in the database and hold `uuid` (looked up there, not loaded)."""
+        if self._db is None or not any(isinstance(s, StoredFileState) and not s.loaded for s in self.files.values()):
+            return set()
+        try:
+            return {Path(p) for p, _ in self._db.homes(uuid)}
+        except DAMAGE:
+            self._rebuild_db()
+            return set()
 
     def children_of(self, uuid: str) -> list[tuple[Path, Row]]:
         """Rows whose parentUuid, logicalParentUuid, leafUuid or forkedFrom is `uuid`, across files."""
@@ -377,10 +406,21 @@ class ProjectIndex:
         if db is None:
             return None
         try:
-            return restore_file(db, path)
+            return restore_file(db, path, lambda: self._stored_blob(path))
         except DAMAGE:
-            self._db = db.rebuild()
+            self._rebuild_db()
             return None
+
+    def _stored_blob(self, path: Path) -> bytes | None:
+        with self.lock:
+            if self._db is None:
+                return None
+            try:
+                found = self._db.rowset(str(path))
+            except DAMAGE:
+                self._rebuild_db()
+                return None
+            return None if found is None else found[1]
 
     def _report(self, key: SessionKey) -> SessionReport:
         report = self._reports.get(key)
@@ -415,7 +455,7 @@ class ProjectIndex:
             found = self._db.session(key_text(key))
             return report_from_json(found[1]) if found is not None and found[0] == stamp else None
         except DAMAGE:
-            self._db = self._db.rebuild()
+            self._rebuild_db()
             return None
 
     def _store_report(self, key: SessionKey, stamp: list | None, report: SessionReport) -> None:
@@ -427,7 +467,7 @@ class ProjectIndex:
                 self._db.put_uuids(str(path), row_uuids(self.files[path]))
             self._db.commit()
         except DAMAGE:
-            self._db = self._db.rebuild()
+            self._rebuild_db()
 
     def _agent_ids(self, key: SessionKey, subs: list[FileState]) -> set[str]:
         ids = {s.agent_id for s in subs if s.agent_id}
