@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000
@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS files(
 CREATE TABLE IF NOT EXISTS sessions(key TEXT PRIMARY KEY, members BLOB, report BLOB);
 CREATE TABLE IF NOT EXISTS rowsets(
     path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,
-    head_len INTEGER, head BLOB, state BLOB);
+    head_len INTEGER, head BLOB, state BLOB, rows BLOB);
 CREATE TABLE IF NOT EXISTS uuids(uuid TEXT, path TEXT, line INTEGER);
 CREATE INDEX IF NOT EXISTS uuids_by_uuid ON uuids(uuid);
 CREATE INDEX IF NOT EXISTS uuids_by_path ON uuids(path);
@@ -257,15 +257,21 @@ class IndexDB:
 
     # ---- rowsets: an index's per-file state (link rows, line offsets, where reading stopped) -------
     def rowset(self, path: str) -> tuple[Identity, bytes] | None:
+        """(identity, read state) of a file's stored state; its rows come separately (`rowset_rows`)."""
         found = self.conn.execute(
             "SELECT dev, ino, size, mtime_ns, head_len, head, state FROM rowsets WHERE path = ?", (path,)
         ).fetchone()
         return None if found is None else (Identity(*found[:6]), found[6])
 
-    def put_rowsets(self, items: Iterable[tuple[str, Identity, bytes]]) -> None:
+    def rowset_rows(self, path: str) -> tuple[bytes, bytes] | None:
+        """(read state, rows) of a file's stored state."""
+        found = self.conn.execute("SELECT state, rows FROM rowsets WHERE path = ?", (path,)).fetchone()
+        return None if found is None else (found[0], found[1])
+
+    def put_rowsets(self, items: Iterable[tuple[str, Identity, bytes, bytes]]) -> None:
         self.conn.executemany(
-            "INSERT OR REPLACE INTO rowsets VALUES (?,?,?,?,?,?,?,?)",
-            [(p, i.dev, i.ino, i.size, i.mtime_ns, i.head_len, i.head, state) for p, i, state in items],
+            "INSERT OR REPLACE INTO rowsets VALUES (?,?,?,?,?,?,?,?,?)",
+            [(p, i.dev, i.ino, i.size, i.mtime_ns, i.head_len, i.head, state, rows) for p, i, state, rows in items],
         )
 
     def drop_rowsets(self, paths: Iterable[str]) -> None:

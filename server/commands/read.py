@@ -6,7 +6,7 @@ import argparse
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.commands.common import (
     EXAMPLE_PROJECTS,
@@ -15,10 +15,11 @@ from server.commands.common import (
     print_json,
     projects_dir,
 )
-from storage.lookup import SessionNotFound, find_continue, resolve_session
 from storage.paths import candidate_project_dirs, default_projects_dir, resolve_cwd
-from storage.resume import NotATranscript, Resumed, resume
-from storage.sessions import SessionInfo, list_sessions, text_of
+
+if TYPE_CHECKING:  # each command imports what it reads with (`list` never loads the resume machinery)
+    from storage.resume import Resumed
+    from storage.sessions import SessionInfo
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -94,6 +95,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> Path:
+    from storage.lookup import find_continue, resolve_session
+
     cwd = args.cwd or os.getcwd()
     if args.session and args.session.endswith(".jsonl"):
         return resolve_session(Path("."), args.session)
@@ -106,6 +109,8 @@ def _resolve(args: argparse.Namespace) -> Path:
 
 
 def load_resumed(path: Path, *, bare: bool = False) -> Resumed:
+    from storage.resume import NotATranscript, resume
+
     try:
         return resume(path, bare=bare, effort_statement=True)
     except NotATranscript as exc:
@@ -115,6 +120,8 @@ def load_resumed(path: Path, *, bare: bool = False) -> Resumed:
 
 
 def cmd_chain(args: argparse.Namespace) -> int:
+    from storage.lookup import SessionNotFound
+
     try:
         path = _resolve(args)
     except SessionNotFound as exc:
@@ -128,6 +135,8 @@ def cmd_chain(args: argparse.Namespace) -> int:
 
 
 def _block_line(block: Any) -> str:
+    from storage.sessions import text_of
+
     if not isinstance(block, dict):
         return str(block)
     btype = block.get("type")
@@ -171,6 +180,8 @@ def print_conversation(resumed: Resumed, *, indent: str = "") -> None:
 
 def cmd_overview(args: argparse.Namespace) -> int:
     from server.index import ProjectIndex
+    from storage.resume import NotATranscript, resume
+    from storage.sessions import list_sessions
 
     if args.projects_dir is None and not default_projects_dir().is_dir():
         args.projects_dir = EXAMPLE_PROJECTS

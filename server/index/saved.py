@@ -27,49 +27,33 @@ from storage.transcript import Transcript
 SessionKey = tuple[Path, str]
 
 
-class SavedFile(msgspec.Struct, array_like=True, gc=False):
+class SavedHead(msgspec.Struct, array_like=True, gc=False):
+    """Where reading stopped: all a restart needs before any row is read."""
+
     offset: int
     line: int
     tail: bytes
     line_offsets: bytes
     size: int
     torn: LineProblem | None
+
+
+class SavedRows(msgspec.Struct, array_like=True, gc=False):
     provisional: bool
     problems: list[LineProblem]
     rows: list[Row]
 
 
-class SavedHead(msgspec.Struct, array_like=True, gc=False):
-    """The leading fields of `SavedFile`: what a restart needs before any row is read."""
-
-    offset: int
-    line: int
-    tail: bytes
-    line_offsets: bytes
-    size: int
-    torn: LineProblem | None
-
-
 _encode = msgspec.msgpack.Encoder().encode
-_decode = msgspec.msgpack.Decoder(SavedFile).decode
 _decode_head = msgspec.msgpack.Decoder(SavedHead).decode
+_decode_rows = msgspec.msgpack.Decoder(SavedRows).decode
 
 
-def dump_file(state: FileState) -> bytes:
-    t = state.transcript
-    return _encode(
-        SavedFile(
-            state.read.offset,
-            state.read.line,
-            state.read.tail,
-            state.line_offsets.tobytes(),
-            state.size,
-            state.torn,
-            state.provisional is not None,
-            t.problems,
-            t.rows,
-        )
-    )
+def dump_file(state: FileState) -> tuple[bytes, bytes]:
+    """(read state, rows) of a file state, as stored."""
+    r, t = state.read, state.transcript
+    head = SavedHead(r.offset, r.line, r.tail, state.line_offsets.tobytes(), state.size, state.torn)
+    return _encode(head), _encode(SavedRows(state.provisional is not None, t.problems, t.rows))
 
 
 class StoredFileState(FileState):
@@ -81,7 +65,7 @@ class StoredFileState(FileState):
 
     _t: Transcript | None
     _prov: Row | None
-    _loader: Callable[[], bytes | None] | None
+    _loader: Callable[[], tuple[bytes, bytes] | None] | None
 
     def __init__(self, path: Path) -> None:
         self._loader = None
@@ -121,29 +105,28 @@ class StoredFileState(FileState):
         if self._loader is not None:
             self._load()
 
-    def unload(self, loader: Callable[[], bytes | None]) -> None:
+    def unload(self, loader: Callable[[], tuple[bytes, bytes] | None]) -> None:
         """Drop the rows (they are stored); `loader` gives them back."""
         self._t, self._prov, self._children, self._loader = None, None, None, loader
 
     def _load(self) -> None:
         loader, self._loader = self._loader, None
-        blob = loader() if loader is not None else None
-        if blob is None:  # the database lost it: read the file again from the start
-            self.reset()
+        found = loader() if loader is not None else None
+        head = _decode_head(found[0]) if found is not None else None
+        if head is None or (head.offset, head.line, head.tail) != (self.read.offset, self.read.line, self.read.tail):
+            self.reset()  # lost, or another process stored a later state of this file: read it again ourselves
             self.refresh()
             return
-        saved = _decode(blob)
-        if (saved.offset, saved.line, saved.tail) != (self.read.offset, self.read.line, self.read.tail):
-            self.reset()  # another process stored a later state of this file: read it again ourselves
-            self.refresh()
-            return
-        t = Transcript(path=self.path, problems=saved.problems, torn_tail=saved.torn)
+        saved = _decode_rows(found[1])  # type: ignore[index]
+        t = Transcript(path=self.path, problems=saved.problems, torn_tail=head.torn)
         t.add_rows(saved.rows)
         self._t = t
         self._prov = saved.rows[-1] if saved.provisional and saved.rows else None
 
 
-def load_file(path: Path, identity: Identity, blob: bytes, loader: Callable[[], bytes | None]) -> StoredFileState:
+def load_file(
+    path: Path, identity: Identity, blob: bytes, loader: Callable[[], tuple[bytes, bytes] | None]
+) -> StoredFileState:
     """A state restored from the database: identity and read state now, rows when first needed."""
     saved = _decode_head(blob)
     state = StoredFileState(path)
@@ -157,7 +140,7 @@ def load_file(path: Path, identity: Identity, blob: bytes, loader: Callable[[], 
     return state
 
 
-def restore_file(db: IndexDB, path: Path, loader: Callable[[], bytes | None]) -> StoredFileState | None:
+def restore_file(db: IndexDB, path: Path, loader: Callable[[], tuple[bytes, bytes] | None]) -> StoredFileState | None:
     """The stored state of `path` if the file is the one stored (unchanged, or appended to); else None."""
     found = db.rowset(str(path))
     if found is None:
@@ -184,7 +167,7 @@ def save_files(db: IndexDB, states: Iterable[FileState]) -> list[FileState]:
             continue
         if (st.st_ino, st.st_dev, st.st_size) != (state.inode, state.device, state.size) or not settled(st):
             continue
-        items.append((str(state.path), Identity.of(state.path, st), dump_file(state)))
+        items.append((str(state.path), Identity.of(state.path, st), *dump_file(state)))
         db.put_uuids(str(state.path), row_uuids(state))
         stored.append(state)
     db.put_rowsets(items)
@@ -196,12 +179,23 @@ def key_text(key: SessionKey) -> str:
     return f"{key[0]}\0{key[1]}"
 
 
+_legacy_seen: dict[Path, tuple[int, list[str]]] = {}
+
+
 def legacy_ids(project_dir: Path) -> list[str]:
-    """Agent ids of the legacy flat `agent-*.jsonl` files in a project folder (a session's checks use them)."""
+    """Agent ids of the legacy flat `agent-*.jsonl` files in a project folder (a session's checks use them);
+    listed again only when the folder's mtime says its entries changed."""
     try:
-        return sorted(n[6:-6] for n in os.listdir(project_dir) if n.startswith("agent-") and n.endswith(".jsonl"))
+        mtime = os.stat(project_dir).st_mtime_ns
+        seen = _legacy_seen.get(project_dir)
+        if seen is not None and seen[0] == mtime:
+            return seen[1]
+        names = os.listdir(project_dir)
     except OSError:
         return []
+    ids = sorted(n[6:-6] for n in names if n.startswith("agent-") and n.endswith(".jsonl"))
+    _legacy_seen[project_dir] = (mtime, ids)
+    return ids
 
 
 def stamps(members: Iterable[Path], legacy: list[str]) -> list[Any] | None:
@@ -250,4 +244,4 @@ def row_uuids(state: FileState) -> list[tuple[str, int]]:
     return [(u, r.line) for u, r in state.transcript.nodes.items()]
 
 
-__all__ = ["Row", "SavedFile"]
+__all__ = ["Row", "SavedHead", "SavedRows"]

@@ -411,16 +411,15 @@ class ProjectIndex:
             self._rebuild_db()
             return None
 
-    def _stored_blob(self, path: Path) -> bytes | None:
+    def _stored_blob(self, path: Path) -> tuple[bytes, bytes] | None:
         with self.lock:
             if self._db is None:
                 return None
             try:
-                found = self._db.rowset(str(path))
+                return self._db.rowset_rows(str(path))
             except DAMAGE:
                 self._rebuild_db()
                 return None
-            return None if found is None else found[1]
 
     def _report(self, key: SessionKey) -> SessionReport:
         report = self._reports.get(key)
