@@ -132,6 +132,21 @@ class IndexDB:
     def __init__(self, conn: sqlite3.Connection, path: Path | None) -> None:
         self.conn = conn
         self.path = path
+        self.busy = False
+        """Another process held the database past the timeout: this batch of writes is dropped."""
+
+    def _write(self, sql: str, rows: Iterable[Any]) -> None:
+        """One statement of a write batch; a database another process holds drops the batch (it only saves work)."""
+        if self.busy:
+            return
+        try:
+            self.conn.executemany(sql, rows)
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+            self.busy = True
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.rollback()
 
     def rebuild(self) -> IndexDB | None:
         """Throw this database away (it was found damaged) and open an empty one in its place."""
@@ -153,7 +168,13 @@ class IndexDB:
             try:
                 _private_dir(folder)
                 _private_file(db_path)
-                return cls(_connect(db_path), db_path)
+                return cls(_connect(db_path, BUSY_MS), db_path)
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc):
+                    return None  # held by another process past the timeout: work without it this time
+                if attempt == 2:
+                    return None
+                _remove_database(db_path)
             except sqlite3.DatabaseError:
                 if attempt == 2:
                     return None
@@ -192,7 +213,7 @@ class IndexDB:
         return out
 
     def put_files(self, records: Iterable[FileRecord]) -> None:
-        self.conn.executemany(
+        self._write(
             "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?)",
             [
                 (
@@ -213,8 +234,8 @@ class IndexDB:
 
     def drop_files(self, paths: Iterable[str]) -> None:
         todo = [(p,) for p in paths]
-        self.conn.executemany("DELETE FROM files WHERE path = ?", todo)
-        self.conn.executemany("DELETE FROM uuids WHERE path = ?", todo)
+        self._write("DELETE FROM files WHERE path = ?", todo)
+        self._write("DELETE FROM uuids WHERE path = ?", todo)
 
     # ---- sessions: checks' results -----------------------------------------------------------
     def sessions(self) -> dict[str, tuple[Any, Any]]:
@@ -230,18 +251,18 @@ class IndexDB:
         return None if found is None else (orjson.loads(found[0]), orjson.loads(found[1]))
 
     def put_sessions(self, items: Iterable[tuple[str, Any, Any]]) -> None:
-        self.conn.executemany(
+        self._write(
             "INSERT OR REPLACE INTO sessions VALUES (?,?,?)",
             [(key, orjson.dumps(members), orjson.dumps(report)) for key, members, report in items],
         )
 
     def drop_sessions(self, keys: Iterable[str]) -> None:
-        self.conn.executemany("DELETE FROM sessions WHERE key = ?", [(k,) for k in keys])
+        self._write("DELETE FROM sessions WHERE key = ?", [(k,) for k in keys])
 
     # ---- uuids -------------------------------------------------------------------------------
     def put_uuids(self, path: str, uuids: Iterable[tuple[str, int]]) -> None:
-        self.conn.execute("DELETE FROM uuids WHERE path = ?", (path,))
-        self.conn.executemany("INSERT INTO uuids VALUES (?,?,?)", ((u, path, line) for u, line in uuids))
+        self._write("DELETE FROM uuids WHERE path = ?", [(path,)])
+        self._write("INSERT INTO uuids VALUES (?,?,?)", ((u, path, line) for u, line in uuids))
 
     def stored_uuid_paths(self, prefix: str) -> list[str]:
         """Files under `prefix` that have rows in the uuid table."""
@@ -249,7 +270,7 @@ class IndexDB:
         return [path for (path,) in rows]
 
     def drop_uuids(self, paths: Iterable[str]) -> None:
-        self.conn.executemany("DELETE FROM uuids WHERE path = ?", [(p,) for p in paths])
+        self._write("DELETE FROM uuids WHERE path = ?", [(p,) for p in paths])
 
     def homes(self, uuid: str) -> list[tuple[str, int]]:
         """(file, 0-based line) of every stored row with this uuid."""
@@ -269,29 +290,36 @@ class IndexDB:
         return None if found is None else (found[0], found[1])
 
     def put_rowsets(self, items: Iterable[tuple[str, Identity, bytes, bytes]]) -> None:
-        self.conn.executemany(
+        self._write(
             "INSERT OR REPLACE INTO rowsets VALUES (?,?,?,?,?,?,?,?,?)",
             [(p, i.dev, i.ino, i.size, i.mtime_ns, i.head_len, i.head, state, rows) for p, i, state, rows in items],
         )
 
     def drop_rowsets(self, paths: Iterable[str]) -> None:
-        self.conn.executemany("DELETE FROM rowsets WHERE path = ?", [(p,) for p in paths])
+        self._write("DELETE FROM rowsets WHERE path = ?", [(p,) for p in paths])
 
-    def commit(self) -> None:
-        """Make the changes durable; a database another process holds too long is left as it was."""
+    def commit(self) -> bool:
+        """Make the batch durable; False when it was dropped (a database another process held too long)."""
+        if self.busy:
+            self.busy = False
+            return False
         try:
             self.conn.commit()
-        except sqlite3.OperationalError:
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
             with contextlib.suppress(sqlite3.Error):
                 self.conn.rollback()
+            return False
+        return True
 
     def stored_paths(self) -> Iterator[str]:
         for (path,) in self.conn.execute("SELECT path FROM files"):
             yield path
 
 
-def _connect(db_path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(db_path, timeout=BUSY_MS / 1000, check_same_thread=False)
+def _connect(db_path: Path, busy_ms: int) -> sqlite3.Connection:
+    conn = sqlite3.connect(db_path, timeout=busy_ms / 1000, check_same_thread=False)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
@@ -309,6 +337,11 @@ def _connect(db_path: Path) -> sqlite3.Connection:
         with contextlib.suppress(OSError):
             os.chmod(str(db_path) + suffix, 0o600)
     return conn
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def _remove_database(db_path: Path) -> None:

@@ -323,3 +323,31 @@ def test_rows_come_back_from_the_files_when_the_database_is_lost(projects: Path,
         Path(str(cache / DB_NAME) + suffix).write_bytes(b"garbage" * 500)
     assert diagnostics_of(again) == diagnostics_of(index_of(projects, persist=False))
     assert snapshot(again) == snapshot(index_of(projects, persist=False))
+
+
+def test_a_database_held_by_another_process_is_waited_for_then_left_alone(
+    projects: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import storage.indexdb
+
+    indexed_listing(projects)
+    monkeypatch.setattr(storage.indexdb, "BUSY_MS", 200)
+    par = projects / SHOP / f"{PAR}.jsonl"
+    with open(par, "ab") as fh:
+        fh.write(b'{"type":"custom-title","customTitle":"while locked","sessionId":"' + PAR.encode() + b'"}\n')
+    age(projects, HOUR_AGO + 60)
+    holder = sqlite3.connect(cache / DB_NAME, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the database
+    try:
+        assert indexed_listing(projects) == listing(projects)
+        assert indexed_checked(projects) == checked(projects)
+        idx = index_of(projects)
+        assert idx.files[par].loaded  # its state could not be stored: the rows stay in memory
+        assert diagnostics_of(idx) == diagnostics_of(index_of(projects, persist=False))
+        idx.close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with sqlite3.connect(cache / DB_NAME) as conn:  # still there, with what was stored before the lock
+        assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == len(listing(projects))
+    assert indexed_listing(projects) == listing(projects)

@@ -121,6 +121,7 @@ def _check(
         else:
             todo.extend(members)
     fresh: list[tuple[str, Any, Any]] = []
+    fresh_homes: dict[str, list[tuple[str, int]]] = {}  # the files just read: their uuids, whatever the database holds
     for results, uuids in _compute(root, todo, workers, progress):
         for text, diags, pending in results:
             reports[text] = (diags, pending)
@@ -128,6 +129,8 @@ def _check(
                 fresh.append((text, stamped[text], [diags, pending]))
         for path, ids in uuids:
             db.put_uuids(path, ids)
+            for uid, line in ids:
+                fresh_homes.setdefault(uid, []).append((path, line))
     gone = [k for k in stored if k.startswith(prefix) and k not in stamped]
     present = {str(p) for p in paths}
     dropped = [p for p in db.stored_uuid_paths(prefix) if p not in present]
@@ -140,8 +143,13 @@ def _check(
     pending = [pending_from_json(p) for _, pend in reports.values() for p in pend]
     mains = {p.stem: p for p in paths if p.stem == session_key(p)[1]}
 
+    order = {str(p): i for i, p in enumerate(paths)}  # the order a full scan finds them in
+    read_now = {str(p) for p in todo}
+
     def lookup(uuid: str) -> list[tuple[Path, int]]:
-        return [(Path(p), line) for p, line in db.homes(uuid) if p in present]
+        found = [(p, n) for p, n in db.homes(uuid) if p in present and p not in read_now]
+        found += fresh_homes.get(uuid, [])
+        return [(Path(p), n) for p, n in sorted(found, key=lambda h: (order[h[0]], h[1]))]
 
     diags += resolve(pending, lookup, mains.get)
     return sorted(diags, key=Diagnostic.sort_key), len(paths)

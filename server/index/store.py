@@ -155,14 +155,15 @@ class ProjectIndex:
                 stored = save_files(db, [self.files[p] for p in sorted(self._unsaved) if p in self.files])
                 db.drop_rowsets(str(p) for p in self._dropped)
                 db.drop_uuids(str(p) for p in self._dropped)
-                db.commit()
+                if not db.commit():
+                    return  # another process held the database: keep everything in memory, try again later
             except DAMAGE:
                 self._rebuild_db()
                 stored = []
             for state in stored:  # their rows are in the database now: read them back when needed
                 if isinstance(state, StoredFileState):
                     state.unload(lambda p=state.path: self._stored_blob(p))
-            self._unsaved.clear()
+            self._unsaved.difference_update(s.path for s in stored)  # files too fresh to store wait for next time
             self._dropped.clear()
 
     def _rebuild_db(self) -> None:
