@@ -17,11 +17,13 @@ The folder is created 0700 and the files 0600 whatever the umask (titles and pro
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import sqlite3
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,12 +128,23 @@ def _private_file(path: Path) -> None:
         os.close(fd)
 
 
+def _locked(method: Any) -> Any:
+    @functools.wraps(method)
+    def wrapper(self: IndexDB, *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 class IndexDB:
-    """One connection to the database; use as a context manager, or `close()`."""
+    """One connection to the database, safe to share between threads (each call holds `lock`, and takes
+    no other lock); use as a context manager, or `close()`."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path | None) -> None:
         self.conn = conn
         self.path = path
+        self.lock = threading.RLock()
         self.busy = False
         """Another process held the database past the timeout: this batch of writes is dropped."""
 
@@ -148,6 +161,7 @@ class IndexDB:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.rollback()
 
+    @_locked
     def rebuild(self) -> IndexDB | None:
         """Throw this database away (it was found damaged) and open an empty one in its place."""
         self.close()
@@ -189,11 +203,13 @@ class IndexDB:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @_locked
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
             self.conn.close()
 
     # ---- files -------------------------------------------------------------------------------
+    @_locked
     def files(self, paths: Iterable[str] | None = None) -> dict[str, FileRecord]:
         rows = self.conn.execute(
             "SELECT path, dev, ino, size, mtime_ns, head_len, head, offset, count, info FROM files"
@@ -212,6 +228,7 @@ class IndexDB:
             )
         return out
 
+    @_locked
     def put_files(self, records: Iterable[FileRecord]) -> None:
         self._write(
             "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -232,12 +249,14 @@ class IndexDB:
             ],
         )
 
+    @_locked
     def drop_files(self, paths: Iterable[str]) -> None:
         todo = [(p,) for p in paths]
         self._write("DELETE FROM files WHERE path = ?", todo)
         self._write("DELETE FROM uuids WHERE path = ?", todo)
 
     # ---- sessions: checks' results -----------------------------------------------------------
+    @_locked
     def sessions(self) -> dict[str, tuple[Any, Any]]:
         """key -> (members fingerprint, report), both as decoded JSON."""
         return {
@@ -245,38 +264,46 @@ class IndexDB:
             for key, members, report in self.conn.execute("SELECT key, members, report FROM sessions")
         }
 
+    @_locked
     def session(self, key: str) -> tuple[Any, Any] | None:
         """(members fingerprint, report) of one session, or None."""
         found = self.conn.execute("SELECT members, report FROM sessions WHERE key = ?", (key,)).fetchone()
         return None if found is None else (orjson.loads(found[0]), orjson.loads(found[1]))
 
+    @_locked
     def put_sessions(self, items: Iterable[tuple[str, Any, Any]]) -> None:
         self._write(
             "INSERT OR REPLACE INTO sessions VALUES (?,?,?)",
             [(key, orjson.dumps(members), orjson.dumps(report)) for key, members, report in items],
         )
 
+    @_locked
     def drop_sessions(self, keys: Iterable[str]) -> None:
         self._write("DELETE FROM sessions WHERE key = ?", [(k,) for k in keys])
 
     # ---- uuids -------------------------------------------------------------------------------
+    @_locked
     def put_uuids(self, path: str, uuids: Iterable[tuple[str, int]]) -> None:
         self._write("DELETE FROM uuids WHERE path = ?", [(path,)])
         self._write("INSERT INTO uuids VALUES (?,?,?)", ((u, path, line) for u, line in uuids))
 
+    @_locked
     def stored_uuid_paths(self, prefix: str) -> list[str]:
         """Files under `prefix` that have rows in the uuid table."""
         rows = self.conn.execute("SELECT DISTINCT path FROM uuids WHERE substr(path, 1, ?) = ?", (len(prefix), prefix))
         return [path for (path,) in rows]
 
+    @_locked
     def drop_uuids(self, paths: Iterable[str]) -> None:
         self._write("DELETE FROM uuids WHERE path = ?", [(p,) for p in paths])
 
+    @_locked
     def homes(self, uuid: str) -> list[tuple[str, int]]:
         """(file, 0-based line) of every stored row with this uuid."""
         return self.conn.execute("SELECT path, line FROM uuids WHERE uuid = ? ORDER BY path, line", (uuid,)).fetchall()
 
     # ---- rowsets: an index's per-file state (link rows, line offsets, where reading stopped) -------
+    @_locked
     def rowset(self, path: str) -> tuple[Identity, bytes] | None:
         """(identity, read state) of a file's stored state; its rows come separately (`rowset_rows`)."""
         found = self.conn.execute(
@@ -284,20 +311,24 @@ class IndexDB:
         ).fetchone()
         return None if found is None else (Identity(*found[:6]), found[6])
 
+    @_locked
     def rowset_rows(self, path: str) -> tuple[bytes, bytes] | None:
         """(read state, rows) of a file's stored state."""
         found = self.conn.execute("SELECT state, rows FROM rowsets WHERE path = ?", (path,)).fetchone()
         return None if found is None else (found[0], found[1])
 
+    @_locked
     def put_rowsets(self, items: Iterable[tuple[str, Identity, bytes, bytes]]) -> None:
         self._write(
             "INSERT OR REPLACE INTO rowsets VALUES (?,?,?,?,?,?,?,?,?)",
             [(p, i.dev, i.ino, i.size, i.mtime_ns, i.head_len, i.head, state, rows) for p, i, state, rows in items],
         )
 
+    @_locked
     def drop_rowsets(self, paths: Iterable[str]) -> None:
         self._write("DELETE FROM rowsets WHERE path = ?", [(p,) for p in paths])
 
+    @_locked
     def commit(self) -> bool:
         """Make the batch durable; False when it was dropped (a database another process held too long)."""
         if self.busy:
@@ -312,10 +343,6 @@ class IndexDB:
                 self.conn.rollback()
             return False
         return True
-
-    def stored_paths(self) -> Iterator[str]:
-        for (path,) in self.conn.execute("SELECT path FROM files"):
-            yield path
 
 
 def _connect(db_path: Path, busy_ms: int) -> sqlite3.Connection:

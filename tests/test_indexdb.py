@@ -351,3 +351,32 @@ def test_a_database_held_by_another_process_is_waited_for_then_left_alone(
     with sqlite3.connect(cache / DB_NAME) as conn:  # still there, with what was stored before the lock
         assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == len(listing(projects))
     assert indexed_listing(projects) == listing(projects)
+
+
+def test_threads_reading_stored_rows_at_once_all_get_them(projects: Path, cache: Path) -> None:
+    import threading
+
+    index_of(projects).close()
+    expected = snapshot(index_of(projects, persist=False))
+    warm = index_of(projects)
+    assert not any(s.loaded for s in warm.files.values())
+    results: list[dict] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def reader() -> None:
+        try:
+            start.wait()
+            results.append({str(p): s.transcript.rows for p, s in sorted(warm.files.items())})
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(8)]
+    for t in threads:
+        t.start()
+    with warm.lock:  # the index's own work goes on meanwhile
+        warm.all_diagnostics()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors and len(results) == 8
+    assert all(r == {p: v[0] for p, v in expected.items()} for r in results)

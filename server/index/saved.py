@@ -9,6 +9,7 @@ identities of the files they were computed from and reused only while those iden
 from __future__ import annotations
 
 import os
+import threading
 from array import array
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -71,11 +72,13 @@ class StoredFileState(FileState):
         self._loader = None
         self._t = None
         self._prov = None
+        self._loading = False
+        self._load_lock = threading.RLock()
         super().__init__(path)
 
     @property  # type: ignore[override]
     def transcript(self) -> Transcript:
-        if self._loader is not None:
+        if self._loader is not None or self._loading:
             self._load()
         assert self._t is not None
         return self._t
@@ -86,7 +89,7 @@ class StoredFileState(FileState):
 
     @property  # type: ignore[override]
     def provisional(self) -> Row | None:
-        if self._loader is not None:
+        if self._loader is not None or self._loading:
             self._load()
         return self._prov
 
@@ -102,26 +105,40 @@ class StoredFileState(FileState):
 
     def load(self) -> None:
         """Read the rows back now (from the database, else from the file)."""
-        if self._loader is not None:
+        if self._loader is not None or self._loading:
             self._load()
 
     def unload(self, loader: Callable[[], tuple[bytes, bytes] | None]) -> None:
-        """Drop the rows (they are stored); `loader` gives them back."""
-        self._t, self._prov, self._children, self._loader = None, None, None, loader
+        """Drop the rows (they are stored); `loader` gives them back. Call with the index's lock held."""
+        with self._load_lock:
+            self._t, self._prov, self._children, self._loader = None, None, None, loader
 
     def _load(self) -> None:
-        loader, self._loader = self._loader, None
-        found = loader() if loader is not None else None
-        head = _decode_head(found[0]) if found is not None else None
-        if head is None or (head.offset, head.line, head.tail) != (self.read.offset, self.read.line, self.read.tail):
-            self.reset()  # lost, or another process stored a later state of this file: read it again ourselves
-            self.refresh()
-            return
-        saved = _decode_rows(found[1])  # type: ignore[index]
-        t = Transcript(path=self.path, problems=saved.problems, torn_tail=head.torn)
-        t.add_rows(saved.rows)
-        self._t = t
-        self._prov = saved.rows[-1] if saved.provisional and saved.rows else None
+        """One thread loads; any other that asks meanwhile waits for it (the loader takes no index lock)."""
+        with self._load_lock:
+            loader = self._loader
+            if loader is None:
+                return  # loaded by another thread, or this one further up the stack
+            self._loading = True
+            try:
+                found = loader()
+                head = _decode_head(found[0]) if found is not None else None
+                if head is None or (head.offset, head.line, head.tail) != (
+                    self.read.offset,
+                    self.read.line,
+                    self.read.tail,
+                ):
+                    self.reset()  # lost, or another process stored a later state: read the file again ourselves
+                    self.refresh()
+                    return
+                saved = _decode_rows(found[1])  # type: ignore[index]
+                t = Transcript(path=self.path, problems=saved.problems, torn_tail=head.torn)
+                t.add_rows(saved.rows)
+                self._t = t
+                self._prov = saved.rows[-1] if saved.provisional and saved.rows else None
+                self._loader = None
+            finally:
+                self._loading = False
 
 
 def load_file(

@@ -96,6 +96,7 @@ class ProjectIndex:
         self.persist_enabled = persist
         self._db: IndexDB | None = None
         self._db_opened = False
+        self._db_damaged = False
         self._unsaved: set[Path] = set()
         self._dropped: set[Path] = set()
         self.files: dict[Path, FileState] = {}
@@ -177,6 +178,9 @@ class ProjectIndex:
                     self._unsaved.add(state.path)
 
     def _database(self) -> IndexDB | None:
+        if self._db_damaged:
+            self._db_damaged = False
+            self._rebuild_db()
         if not self._db_opened:
             self._db_opened = True
             self._db = IndexDB.open() if self.persist_enabled else None
@@ -308,10 +312,13 @@ class ProjectIndex:
 
     def _stored_homes(self, uuid: str) -> set[Path]:
         """Files whose rows are in the database and hold `uuid` (looked up there, not loaded)."""
-        if self._db is None or not any(isinstance(s, StoredFileState) and not s.loaded for s in self.files.values()):
+        if not any(isinstance(s, StoredFileState) and not s.loaded for s in self.files.values()):
+            return set()
+        db = self._database()
+        if db is None:
             return set()
         try:
-            return {Path(p) for p, _ in self._db.homes(uuid)}
+            return {Path(p) for p, _ in db.homes(uuid)}
         except DAMAGE:
             self._rebuild_db()
             return set()
@@ -413,14 +420,15 @@ class ProjectIndex:
             return None
 
     def _stored_blob(self, path: Path) -> tuple[bytes, bytes] | None:
-        with self.lock:
-            if self._db is None:
-                return None
-            try:
-                return self._db.rowset_rows(str(path))
-            except DAMAGE:
-                self._rebuild_db()
-                return None
+        """A file's stored state (for `StoredFileState`); takes no index lock, so loading cannot deadlock."""
+        db = self._db
+        if db is None:
+            return None
+        try:
+            return db.rowset_rows(str(path))
+        except DAMAGE:
+            self._db_damaged = True  # rebuilt by the next call that holds the index lock
+            return None
 
     def _report(self, key: SessionKey) -> SessionReport:
         report = self._reports.get(key)
