@@ -6,10 +6,10 @@ resume cost in proportion to the chain it returns rather than to the file. A lin
 expected shapes (a wrong type anywhere in a kept field) returns None, and the caller decodes it fully
 with orjson, so unusual lines keep their exact lenient treatment.
 
-msgspec does not check UTF-8 inside the fields it skips, where orjson rejects the whole line; a
-non-ASCII line is therefore checked before it is accepted. One difference remains, on the CLI's side: a
-number beyond a double in a skipped body (`1e999`) is accepted, as JSON.parse accepts it (Infinity), where
-orjson rejects the line; `storage.reader.read_entries` reads such a body with the stdlib decoder.
+Two kinds of line that orjson rejects are accepted, as the real CLI accepts them (it decodes the file
+with replacement characters, then JSON.parse): bytes that are not UTF-8 inside a body msgspec skips (the CLI
+2.1.328 sends them as U+FFFD; `tests/test_realcli_utf8.py`), and a number beyond a double (`1e999`,
+Infinity to JSON.parse). `storage.reader.read_entries` decodes such bodies the same way.
 """
 
 from __future__ import annotations
@@ -89,11 +89,6 @@ def row_from_line(raw: bytes, line: int, offset: int) -> Row | None:
         e = _decode(raw)
     except _DecodeError:
         return None
-    if not raw.isascii():
-        try:
-            raw.decode()
-        except UnicodeDecodeError:
-            return None
     sid = e.session_id
     row = Row(  # positional, in the field order of `Row` (checked by tests/test_linkdecode.py)
         line,

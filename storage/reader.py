@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator, MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -63,7 +64,10 @@ def parse_line(raw: bytes, line: int, offset: int) -> Row | LineProblem | None:
     try:
         entry = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        return LineProblem(line, offset, len(body), f"invalid JSON: {exc}")
+        try:
+            entry = loads_as_cli(body)
+        except orjson.JSONDecodeError:
+            return LineProblem(line, offset, len(body), f"invalid JSON: {exc}")
     if not isinstance(entry, dict):
         return LineProblem(line, offset, len(body), f"not a JSON object but {type(entry).__name__}")
     return row_from_entry(entry, line, offset, len(body))
@@ -169,12 +173,30 @@ def read_entries_from(fh, rows: list[Row]) -> list[dict]:  # type: ignore[no-unt
     out = []
     for row in rows:
         fh.seek(row.offset)
-        raw = fh.read(row.length)
-        try:
-            out.append(orjson.loads(raw))
-        except orjson.JSONDecodeError:
-            out.append(json.loads(raw))  # a number beyond a double, which JSON.parse reads as Infinity
+        out.append(loads_as_cli(fh.read(row.length)))
     return out
+
+
+def loads_as_cli(raw: bytes) -> Any:
+    """One line decoded as the CLI decodes it: bytes that are not UTF-8 become U+FFFD, and a number beyond
+    a double is read (Infinity to JSON.parse) instead of failing; anything else invalid still raises."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        text = raw.decode("utf-8", "replace")
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            try:  # numbers beyond a double only: NaN literals and lone surrogates stay invalid, as in orjson
+                value = json.loads(text, parse_constant=_no_constant)
+                orjson.dumps(value)
+                return value
+            except (ValueError, orjson.JSONEncodeError) as exc:
+                raise orjson.JSONDecodeError(str(exc), text, 0) from exc
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def read_entries(path: Path, rows: list[Row]) -> list[dict]:

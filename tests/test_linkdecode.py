@@ -1,8 +1,9 @@
 """Typed partial decoding of link fields: the same rows as a full decode, and bodies only for the chain.
 
 Every line of the three real corpora, a set of odd shapes and random entries go through both decoders:
-`row_from_line` either gives exactly the row `row_from_entry` builds from the full orjson decode, or
-declines (None) and leaves the line to it; it never accepts a line orjson rejects."""
+`row_from_line` either gives exactly the row `row_from_entry` builds from the full decode (as the CLI
+decodes a line: orjson, with bytes that are not UTF-8 read as U+FFFD and numbers beyond a double read),
+or declines (None) and leaves the line to it; it never accepts a line the full decode rejects."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage.linkdecode import row_from_line
-from storage.reader import read_entry
+from storage.reader import loads_as_cli, read_entry
 from storage.resume import resume
 from storage.rows import row_from_entry
 
@@ -24,8 +25,9 @@ CORPORA = Path(__file__).resolve().parent / "corpus"
 
 
 def full_row(raw: bytes) -> Any:
+    """The row of a full decode, as the CLI decodes lines (invalid UTF-8 as U+FFFD, `1e999` as Infinity)."""
     try:
-        entry = orjson.loads(raw)
+        entry = loads_as_cli(raw)
     except orjson.JSONDecodeError:
         return "rejected"
     return row_from_entry(entry, 7, 100, len(raw)) if isinstance(entry, dict) else "not an object"
@@ -93,6 +95,19 @@ def test_odd_lines_agree_or_fall_back(raw: bytes) -> None:
     check_line(raw)
     if full_row(raw) in ("rejected", "not an object"):
         assert row_from_line(raw, 7, 100) is None
+
+
+def test_bytes_that_are_not_utf8_are_read_as_the_cli_reads_them(tmp_path: Path) -> None:
+    raw = b'{"type":"user","uuid":"u","parentUuid":null,"message":{"role":"user","content":"caf\xe9 \xff!"}}'
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(raw)
+    skipped = b'{"type":"user","note":"\xff","uuid":"u","parentUuid":null}'
+    assert row_from_line(skipped, 1, 0) is not None  # in a body msgspec skips: the fast path takes it
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"type":"mode","mode":"normal"}\n' + raw + b"\n")  # in a kept field: the full decode
+    resumed = resume(path)
+    assert resumed.chain.uuids == ["u"]
+    assert resumed.messages[0]["content"][0]["text"] == "caf\ufffd \ufffd!"
 
 
 def test_a_number_beyond_a_double_is_read_as_json_parse_reads_it(tmp_path: Path) -> None:
