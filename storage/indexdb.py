@@ -197,6 +197,10 @@ class IndexDB:
                 return None
         return None
 
+    def __del__(self) -> None:
+        # a sqlite3 connection sits in a reference cycle with its statement cache: close it when we go
+        self.close()
+
     def __enter__(self) -> IndexDB:
         return self
 

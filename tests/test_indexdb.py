@@ -380,3 +380,18 @@ def test_threads_reading_stored_rows_at_once_all_get_them(projects: Path, cache:
         t.join(timeout=60)
     assert not errors and len(results) == 8
     assert all(r == {p: v[0] for p, v in expected.items()} for r in results)
+
+
+def test_indexes_dropped_without_close_leave_no_open_database(projects: Path, cache: Path) -> None:
+    def open_files() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    index_of(projects).close()
+    before = open_files()
+    for _ in range(20):
+        idx = index_of(projects)
+        diagnostics_of(idx)
+        idx.files[projects / SHOP / f"{PAR}.jsonl"].transcript  # noqa: B018 - loads rows through the database
+        del idx
+        list_sessions_indexed(projects)
+    assert open_files() <= before + 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,7 +164,7 @@ class ProjectIndex:
                 stored = []
             for state in stored:  # their rows are in the database now: read them back when needed
                 if isinstance(state, StoredFileState):
-                    state.unload(lambda p=state.path: self._stored_blob(p))
+                    state.unload(self._loader(state.path))
             self._unsaved.difference_update(s.path for s in stored)  # files too fresh to store wait for next time
             self._dropped.clear()
 
@@ -414,10 +415,20 @@ class ProjectIndex:
         if db is None:
             return None
         try:
-            return restore_file(db, path, lambda: self._stored_blob(path))
+            return restore_file(db, path, self._loader(path))
         except DAMAGE:
             self._rebuild_db()
             return None
+
+    def _loader(self, path: Path) -> Callable[[], tuple[bytes, bytes] | None]:
+        """What a stored state calls to get its rows back; holds the index weakly (no cycle to keep it alive)."""
+        ref = weakref.ref(self)
+
+        def load() -> tuple[bytes, bytes] | None:
+            index = ref()
+            return index._stored_blob(path) if index is not None else None
+
+        return load
 
     def _stored_blob(self, path: Path) -> tuple[bytes, bytes] | None:
         """A file's stored state (for `StoredFileState`); takes no index lock, so loading cannot deadlock."""
