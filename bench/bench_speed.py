@@ -112,8 +112,9 @@ def before_tree(rev: str) -> Tree:
     return Tree(rev, dest)
 
 
-def real_cli_resume(transcript: Path, cwd: Path) -> float | None:
-    """Seconds from launching `claude -p ... --resume SID` to its first Messages request, offline."""
+def real_cli_resume(transcript: Path, cwd: Path) -> tuple[float, float] | None:
+    """Seconds from launching `claude -p ... --resume SID` to its first Messages request, offline, and the
+    CPU seconds it used until then (it is killed as soon as the request arrives)."""
     sys.path.insert(0, str(REPO / "tests"))
     try:
         from realcli import claude_env, find_claude
@@ -132,6 +133,7 @@ def real_cli_resume(transcript: Path, cwd: Path) -> float | None:
         env = claude_env(config_dir=config, base_url=model.base_url, home=Path(tmp) / "home")
         (Path(tmp) / "home").mkdir()
         cmd = [str(claude), "-p", "hello", "--resume", transcript.stem, "--bare", "--tools", "Read"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         first = None
@@ -144,7 +146,9 @@ def real_cli_resume(transcript: Path, cwd: Path) -> float | None:
             time.sleep(0.002)
         proc.kill()
         proc.wait()
-        return first
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        return None if first is None else (first, cpu)
 
 
 def index_restart(projects: Path, runs: int) -> dict[str, float]:
@@ -267,16 +271,17 @@ def main() -> None:
             warm.append(f"{again / bare:.3f}x cpu {t.cpu / bare_cpu:.3f}x")
         row(f"{name}, first run", cold)
         row(f"{name}, again (nothing changed)", warm)
-    chain, chain_wall = [], []
+    chain, chain_wall, chain_cpu = [], [], []
     for t in trees:
         took = t.best(args.runs, "chain", str(big), "--json")
         chain_wall.append(took)
+        chain_cpu.append(t.cpu)
         chain.append(f"{took:.2f} s {took / t_big:.2f}x cpu {t.cpu / c_big:.2f}x")
     row(f"chain --json of the {args.big_mb} MB transcript", chain)
     real = None if args.no_cli else real_cli_resume(big, cwd)
     if real is not None:
-        row("  real CLI --resume, launch to 1st request", [f"{real:.2f} s"])
-        row("  chain / real CLI", [f"{w / real:.2f}x" for w in chain_wall])
+        row("  real CLI --resume, launch to 1st request", [f"{real[0]:.2f} s cpu {real[1]:.2f}"])
+        row("  chain / real CLI", [f"{w / real[0]:.2f}x cpu {c / real[1]:.2f}x" for w, c in zip(chain_wall, chain_cpu)])
 
     print("\nindex restart (in this process; ratio to the bare parse)")
     for name, took in index_restart(projects, args.runs).items():

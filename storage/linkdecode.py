@@ -83,7 +83,7 @@ _DecodeError = msgspec.DecodeError
 _intern = sys.intern
 
 
-def row_from_line(raw: bytes, line: int, offset: int) -> Row | None:
+def row_from_line(raw: bytes | memoryview, line: int, offset: int) -> Row | None:
     """The row of one whole line (no BOM, no newline), or None when it needs a full decode to tell."""
     try:
         e = _decode(raw)

@@ -120,19 +120,22 @@ def read_transcript(
         pending = state.tail
         start = state.offset - len(pending)
         while chunk := fh.read(CHUNK):
-            parts = (pending + chunk if pending else chunk).split(b"\n")
-            pending = parts.pop()
-            for raw in parts:  # the hot loop: one parse and one Row per line, nothing else
+            buf = pending + chunk if pending else chunk
+            view, find, pos = memoryview(buf), buf.find, 0
+            while (nl := find(b"\n", pos)) >= 0:  # the hot loop: one parse and one Row per line, nothing else
                 if offsets_append is not None:
                     offsets_append(start)
                 entry = None
                 if line_no:
-                    row = fast_row(raw, line_no, start)  # link fields only; None: decode in full
+                    row = fast_row(view[pos:nl], line_no, start)  # link fields only, no copy; None: in full
                     if row is not None:
                         rows.append(row)
-                        start += len(raw) + 1
+                        start += nl - pos + 1
                         line_no += 1
+                        pos = nl + 1
                         continue
+                raw = buf[pos:nl]
+                if line_no:
                     try:
                         entry = loads(raw)
                     except decode_error:
@@ -147,6 +150,8 @@ def read_transcript(
                         problems.append(parsed)
                 start += len(raw) + 1
                 line_no += 1
+                pos = nl + 1
+            pending = buf[pos:]
     end = ReadState(start, line_no, b"")
     if pending:
         if offsets_append is not None:
