@@ -73,15 +73,16 @@ def main() -> None:
     try:
         while time.perf_counter() < end:
             t0 = time.perf_counter()
-            state = idx.files[big]
-            cached = views.get(big)
-            if cached is None or cached[0] != state.offset:
-                cached = (state.offset, TreeView.of(state.transcript))
-                views[big] = cached
-            view = cached[1]
-            row = row_at_line(view, rnd.randrange(state.line_count))
-            if row is not None:
-                hover_markdown(big, view, row)
+            with idx.lock:  # the watcher grows the same transcript in place: read it under the index's lock
+                state = idx.files[big]
+                cached = views.get(big)
+                if cached is None or cached[0] != state.offset:
+                    cached = (state.offset, TreeView.of(state.transcript))
+                    views[big] = cached
+                view = cached[1]
+                row = row_at_line(view, rnd.randrange(state.line_count))
+                if row is not None:
+                    hover_markdown(big, view, row)
             times.append(time.perf_counter() - t0)
             time.sleep(0.005)
     finally:
