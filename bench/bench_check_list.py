@@ -1,6 +1,6 @@
 """Benchmark `check` and `list` against a bare orjson parse of every line of the same files.
 
-    python -m bench.bench_check_list [--mb 300] [--seed 1] [--dir /tmp/slsp-bench] [--runs 3]
+    python -m bench.bench_check_list [--mb 300] [--seed 1] [--dir bench/out] [--runs 3]
 
 Prints CPU-time ratios (stable on a shared machine) and wall-clock ratios (best of --runs,
 interleaved), the time from an append to an updated index (watcher included), and index memory

@@ -1,7 +1,7 @@
 """Benchmark of the read side: `list` and a full chain rebuild of every session, as ratios to a
 bare orjson parse of every line of the same files. Prints figures; it is not a test.
 
-    .venv/bin/python bench/bench_read.py [--mb 300] [--seed 1] [--dir /tmp/slsp-bench]
+    .venv/bin/python bench/bench_read.py [--mb 300] [--seed 1] [--dir bench/out]
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 VERSION = "2.1.328"
+OUT = Path(__file__).resolve().parent / "out"
 WORDS = (
     "the function returns a promise and the caller awaits it before reading the config file "
     "cache miss retry later parse tokens häufig élan 项目 测试 ok — done fix the bug in login "
@@ -246,9 +247,16 @@ def _subagent(rnd: Rand, w: SessionWriter, aid: str, tool_id: str, prompt: str) 
 
 
 def make_session(
-    rnd: Rand, folder: Path, cwd: str, target: int, start: datetime, fork_of: SessionWriter | None = None
+    rnd: Rand,
+    folder: Path,
+    cwd: str,
+    target: int,
+    start: datetime,
+    fork_of: SessionWriter | None = None,
+    compactions: bool = True,
 ) -> SessionWriter:
-    """One healthy session of about `target` bytes (plus its subagent files)."""
+    """One healthy session of about `target` bytes (plus its subagent files); without `compactions`
+    its chain runs from the first prompt to the end (the longest resume)."""
     r = rnd.r
     w = SessionWriter(rnd, folder, cwd, rnd.uuid(), start)
     if fork_of is not None and fork_of.uuids:
@@ -262,7 +270,7 @@ def make_session(
         _turn(w, rnd, agents)
         turns += 1
         x = r.random()
-        if x < 0.04 and turns > 2:
+        if x < 0.04 and turns > 2 and compactions:
             logical = w.cursor
             w.chain(
                 "system",
@@ -340,6 +348,16 @@ def make_projects(root: Path, total_mb: int, seed: int) -> Path:
     return projects
 
 
+def make_transcript(
+    root: Path, total_mb: int, seed: int, *, compactions: bool = False, cwd: str = "/Users/me/code/big"
+) -> Path:
+    """One session file of about `total_mb` MB under `root/projects`, for a session run in `cwd`."""
+    rnd = Rand(seed)
+    folder = Path(root) / "projects" / "".join(c if c.isascii() and c.isalnum() else "-" for c in cwd)
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    return make_session(rnd, folder, cwd, total_mb * 1024 * 1024, start, compactions=compactions).path
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("root", type=Path)
@@ -357,7 +375,7 @@ def add_folder_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every benchmark takes to choose (and make once) its projects folder."""
     parser.add_argument("--mb", type=int, default=300, help="size of the generated folder")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--dir", type=Path, default=Path("/tmp/slsp-bench"), help="where generated folders live")
+    parser.add_argument("--dir", type=Path, default=OUT, help="where generated folders live (git-ignored)")
 
 
 def projects_for(args: argparse.Namespace) -> Path:

@@ -1,4 +1,9 @@
-"""The `session-lsp` command line: one subcommand module per family of commands."""
+"""The `session-lsp` command line: one subcommand module per family of commands, imported only when it runs.
+
+Start-up cost is the imports: `turn` pulls in the agent (and, for the `anthropic` provider, the SDK), `serve`
+pulls in pygls and watchdog. The top-level parser therefore knows the subcommands only by name and help line;
+the module that defines a subcommand's options and handler is imported when that subcommand is chosen.
+"""
 
 from __future__ import annotations
 
@@ -9,35 +14,68 @@ import sys
 from server.commands.common import exit_status, fail
 from storage.errors import SessionLspError
 
-COMMAND_MODULES = (
-    "server.commands.read",
-    "server.commands.write",
-    "server.commands.check",
-    "server.commands.serve",
-    "server.commands.turn",
-    "server.commands.store",
-)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "list": ("server.commands.read", "list sessions, newest first"),
+    "chain": ("server.commands.read", "the conversation that resume rebuilds"),
+    "overview": ("server.commands.read", "sessions with their chains and problems (the main job)"),
+    "check": ("server.commands.check", "diagnose transcripts: broken links, bad lines, cycles, ..."),
+    "fork": ("server.commands.write", "fork a session into a new one the CLI can resume"),
+    "rename": ("server.commands.write", "set a session's custom title (as /rename)"),
+    "tag": ("server.commands.write", "set a session's tag (as /tag)"),
+    "serve": ("server.commands.serve", "run the language server"),
+    "turn": ("server.commands.turn", "run one turn (prompt -> reply, with tools), recorded for `claude --resume`"),
+    "pull": ("server.commands.store", "materialise a store session into the projects folder (resume locally)"),
+}
+"""Subcommand -> (the module whose `register(sub)` defines it, its line in `session-lsp --help`)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+class VersionAction(argparse.Action):
+    """`--version`: print the package version and exit (the metadata is read only when asked)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from server.version import version
+
+        sys.stdout.write(f"session-lsp {version()}\n")
+        parser.exit()
+
+
+def chosen_command(argv: list[str]) -> str | None:
+    """The subcommand named in `argv` (the top level has no options that take a value), if any."""
+    for token in argv:
+        if token == "--":
+            return None
+        if not token.startswith("-"):
+            return token if token in COMMANDS else None
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with the full options of the subcommand `argv` names; the others by name and help only."""
     parser = argparse.ArgumentParser(
         prog="session-lsp", description="Claude Code sessions: list, inspect, resume, fork, check, serve."
     )
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
-        module.register(sub)
+    chosen = chosen_command(sys.argv[1:] if argv is None else argv)
+    module_name = COMMANDS[chosen][0] if chosen else None
+    registered = False
+    for name, (module, help_line) in COMMANDS.items():
+        if module != module_name:
+            sub.add_parser(name, help=help_line)
+        elif not registered:
+            importlib.import_module(module).register(sub)
+            registered = True
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
+    if not hasattr(args, "func"):
+        parser.error(f"unknown command {args.command!r}")
     try:
         return int(args.func(args) or 0)
     except SessionLspError as exc:

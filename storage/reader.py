@@ -12,11 +12,12 @@ import stat
 from collections.abc import Iterator, MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import orjson
 
 from storage.jsonline import loads_line
+from storage.linkdecode import row_from_line
 from storage.rows import CHAIN_TYPES, Row, row_from_entry
 
 BOM = b"\xef\xbb\xbf"
@@ -162,7 +163,7 @@ def read_transcript(
     state = state or ReadState()
     result = ReadResult()
     rows, problems = result.rows, result.problems
-    loads, decode_error, make_row = orjson.loads, orjson.JSONDecodeError, row_from_entry
+    loads, decode_error, make_row, fast_row = orjson.loads, orjson.JSONDecodeError, row_from_entry, row_from_line
     offsets_append = line_offsets.append if line_offsets is not None else None
     line_no = state.line
     with open_regular(path) as fh:
@@ -170,12 +171,23 @@ def read_transcript(
         pending = state.tail
         start = state.offset - len(pending)
         while chunk := fh.read(CHUNK):
-            parts = (pending + chunk if pending else chunk).split(b"\n")
-            pending = parts.pop()
-            for raw in parts:  # the hot loop: one parse and one Row per line, nothing else
+            buf = pending + chunk if pending else chunk
+            view, find, pos = memoryview(buf), buf.find, 0
+            while (nl := find(b"\n", pos)) >= 0:  # the hot loop: one parse and one Row per line, nothing else
                 if offsets_append is not None:
                     offsets_append(start)
                 entry = None
+                if line_no:
+                    row = fast_row(view[pos:nl], line_no, start)  # link fields only, no copy; None: in full
+                    if row is not None:
+                        if row.uuid is None:
+                            keyed(row)
+                        rows.append(row)
+                        start += nl - pos + 1
+                        line_no += 1
+                        pos = nl + 1
+                        continue
+                raw = buf[pos:nl]
                 if line_no:
                     try:
                         entry = loads(raw)
@@ -194,6 +206,8 @@ def read_transcript(
                         problems.append(parsed)
                 start += len(raw) + 1
                 line_no += 1
+                pos = nl + 1
+            pending = buf[pos:]
     end = ReadState(start, line_no, b"")
     if pending:
         if offsets_append is not None:
@@ -239,6 +253,11 @@ def read_entries_from(fh, rows: list[Row]) -> list[dict]:  # type: ignore[no-unt
 
 class StaleRow(ValueError):
     """A row's bytes no longer parse: the file changed under the index."""
+
+
+def loads_as_cli(raw: bytes) -> Any:
+    """One line decoded as the CLI decodes it (`storage.jsonline.loads_line` without its note)."""
+    return loads_line(raw)[0]
 
 
 def read_entries(path: Path, rows: list[Row]) -> list[dict]:

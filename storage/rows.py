@@ -101,7 +101,7 @@ def row_from_entry(entry: dict[str, Any], line: int, offset: int, length: int) -
                 if result.__class__ is dict:
                     row.spawned_agent = _str(result.get("agentId"))
     if row.subtype == "compact_boundary":
-        _take_compact(row, get("compactMetadata"))
+        take_compact(row, get("compactMetadata"))
     return row
 
 
@@ -126,7 +126,7 @@ def _take_blocks(row: Row, content: list[Any]) -> None:
         row.tool_result_ids = tuple(results)
 
 
-def _take_compact(row: Row, meta: Any) -> None:
+def take_compact(row: Row, meta: Any) -> None:
     if not isinstance(meta, dict):
         return
     seg = meta.get("preservedSegment") if isinstance(meta.get("preservedSegment"), dict) else {}

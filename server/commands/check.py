@@ -17,7 +17,6 @@ from pathlib import Path
 
 from server.commands.common import CommandError, add_projects_dir, print_json, projects_dir
 from server.index import Diagnostic, ProjectIndex
-from server.index.parallel import check_folder
 from server.index.rawsearch import find_row
 from server.index.store import norm, session_key, tracked_kind
 from storage.reader import why_not_regular
@@ -136,7 +135,13 @@ def _check(args: argparse.Namespace) -> int:
     idx, only = build_index(args)
     skipped: dict[Path, str] = {}
     if idx is None:
-        diags, n_files = check_folder(projects_dir(args), args.jobs or None, Progress(not args.json), skipped)
+        from server.index.persisted import check_folder_indexed
+
+        diags, n_files = check_folder_indexed(
+            projects_dir(args), args.jobs or None, Progress(not args.json), skipped=skipped
+        )
+    elif only is None:
+        diags, n_files = idx.all_diagnostics(), len(idx.files)
     else:
         assert only is not None
         skipped = idx.skipped

@@ -7,10 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-import orjson
-
 from storage.errors import InvalidArgument
-from storage.paths import default_projects_dir
 
 
 def _example_projects() -> Path:
@@ -52,6 +49,8 @@ def add_projects_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def projects_dir(args: argparse.Namespace, *, must_exist: bool = True) -> Path:
+    from storage.paths import default_projects_dir
+
     chosen = args.projects_dir if args.projects_dir is not None else default_projects_dir()
     chosen = Path(chosen).expanduser()
     if must_exist and not chosen.is_dir():
@@ -60,6 +59,8 @@ def projects_dir(args: argparse.Namespace, *, must_exist: bool = True) -> Path:
 
 
 def print_json(value: Any) -> None:
+    import orjson  # imported when output is written: `--help` and parsing stay light
+
     sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.flush()
 

@@ -6,7 +6,7 @@ import argparse
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.commands.common import (
     EXAMPLE_PROJECTS,
@@ -16,10 +16,11 @@ from server.commands.common import (
     projects_dir,
 )
 from server.commands.store import add_store_option
-from storage.lookup import SessionNotFound, find_continue, resolve_session
 from storage.paths import candidate_project_dirs, default_projects_dir, resolve_cwd
-from storage.resume import NotATranscript, Resumed, resume
-from storage.sessions import SessionInfo, list_sessions, text_of
+
+if TYPE_CHECKING:  # each command imports what it reads with (`list` never loads the resume machinery)
+    from storage.resume import Resumed
+    from storage.sessions import SessionInfo
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -71,7 +72,9 @@ def human_size(n: int) -> str:
 def _sessions(args: argparse.Namespace) -> list[SessionInfo]:
     root = projects_dir(args)
     dirs = candidate_project_dirs(root, resolve_cwd(args.cwd)) if args.cwd else None
-    return list_sessions(root, dirs)
+    from storage.indexedlist import list_sessions_indexed
+
+    return list_sessions_indexed(root, dirs)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -103,6 +106,8 @@ def print_sessions(sessions: list[SessionInfo]) -> None:
 
 
 def _resolve(args: argparse.Namespace) -> Path:
+    from storage.lookup import find_continue, resolve_session
+
     cwd = args.cwd or os.getcwd()
     root = projects_dir(args)
     if args.cont:
@@ -113,6 +118,8 @@ def _resolve(args: argparse.Namespace) -> Path:
 
 
 def load_resumed(path: Path, *, bare: bool = False) -> Resumed:
+    from storage.resume import NotATranscript, resume
+
     try:
         return resume(path, bare=bare, effort_statement=True)
     except NotATranscript as exc:
@@ -126,6 +133,8 @@ def cmd_chain(args: argparse.Namespace) -> int:
         from server.commands.store import cmd_chain_store
 
         return cmd_chain_store(args)
+    from storage.lookup import SessionNotFound
+
     try:
         path = _resolve(args)
     except SessionNotFound as exc:
@@ -139,6 +148,8 @@ def cmd_chain(args: argparse.Namespace) -> int:
 
 
 def _block_line(block: Any) -> str:
+    from storage.sessions import text_of
+
     if not isinstance(block, dict):
         return str(block)
     btype = block.get("type")
@@ -192,6 +203,8 @@ def cmd_overview(args: argparse.Namespace) -> int:
 def _overview(args: argparse.Namespace) -> int:
     from server.commands.check import report_skipped
     from server.index import ProjectIndex
+    from storage.resume import NotATranscript, resume
+    from storage.sessions import list_sessions
 
     if args.projects_dir is None and not default_projects_dir().is_dir():
         args.projects_dir = EXAMPLE_PROJECTS

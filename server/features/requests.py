@@ -13,6 +13,7 @@ from typing import Any
 from server.features.tree import TreeView
 from storage.access import Access, real_root, resolve_target
 from storage.errors import InvalidArgument, OutsideProjects
+from storage.indexedlist import list_sessions_indexed
 from storage.paths import candidate_project_dirs, resolve_cwd
 from storage.resume import resume
 from storage.sessions import SessionInfo, list_sessions
@@ -91,7 +92,7 @@ class SessionRequests:
         root = self.projects_dir
         cwd = str_param(params, "cwd", required=False)
         dirs = candidate_project_dirs(root, resolve_cwd(cwd)) if cwd else None
-        sessions = list_sessions(root, dirs)
+        sessions = list_sessions_indexed(root, dirs)
         self._link_forks(sessions)
         return {"sessions": [s.to_json() for s in sessions]}
 

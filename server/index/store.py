@@ -6,6 +6,7 @@ import gc
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,18 @@ from server.index.diagnostics import Diagnostic
 from server.index.filestate import APPENDED, MISSING, RELOADED, UNCHANGED, FileState
 from server.index.links import resolve
 from server.index.ranges import locate
+from server.index.saved import (
+    StoredFileState,
+    key_text,
+    legacy_ids,
+    report_from_json,
+    report_to_json,
+    restore_file,
+    row_uuids,
+    save_files,
+    stamps,
+)
+from storage.indexdb import DAMAGE, IndexDB
 from storage.paths import AGENT_FILE_RE, is_session_file
 from storage.reader import NotARegularFile, why_not_regular
 from storage.rows import Row
@@ -79,10 +92,20 @@ def session_key(path: Path) -> SessionKey:
 
 class ProjectIndex:
     """Per file: identity, offset read, line offsets, link rows; per session: checks; across files:
-    uuid lookups and the links that cross files. Thread-safe through `lock`."""
+    uuid lookups and the links that cross files. Thread-safe through `lock`.
 
-    def __init__(self, projects_dir: Path | str) -> None:
+    With `persist` (the default; off under SESSION_LSP_NO_CACHE) files and session checks are kept in the
+    persistent index database: a file the database holds unchanged is not read again, an appended one is
+    read from the stored offset, and `scan` stores what it read."""
+
+    def __init__(self, projects_dir: Path | str, *, persist: bool = True) -> None:
         self.projects_dir = norm(projects_dir)
+        self.persist_enabled = persist
+        self._db: IndexDB | None = None
+        self._db_opened = False
+        self._db_damaged = False
+        self._unsaved: set[Path] = set()
+        self._dropped: set[Path] = set()
         self.files: dict[Path, FileState] = {}
         self.lock = threading.RLock()
         self._members: dict[SessionKey, set[Path]] = {}
@@ -149,6 +172,55 @@ class ProjectIndex:
             if enabled:
                 gc.enable()
             gc.freeze()
+        self.persist()
+
+    def persist(self) -> None:
+        """Store the files read since the last call (and forget removed ones) in the index database."""
+        with self.lock:
+            db = self._database()
+            if db is None or not (self._unsaved or self._dropped):
+                return
+            try:
+                stored = save_files(db, [self.files[p] for p in sorted(self._unsaved) if p in self.files])
+                db.drop_rowsets(str(p) for p in self._dropped)
+                db.drop_uuids(str(p) for p in self._dropped)
+                if not db.commit():
+                    return  # another process held the database: keep everything in memory, try again later
+            except DAMAGE:
+                self._rebuild_db()
+                stored = []
+            for state in stored:  # their rows are in the database now: read them back when needed
+                if isinstance(state, StoredFileState):
+                    state.unload(self._loader(state.path))
+            self._unsaved.difference_update(s.path for s in stored)  # files too fresh to store wait for next time
+            self._dropped.clear()
+
+    def _rebuild_db(self) -> None:
+        """The database was found damaged: start a new one, and take every row back from the files."""
+        with self.lock:
+            if self._db is not None:
+                self._db = self._db.rebuild()
+            for state in list(self.files.values()):
+                if isinstance(state, StoredFileState):
+                    state.load()
+                    self._unsaved.add(state.path)
+
+    def _database(self) -> IndexDB | None:
+        if self._db_damaged:
+            self._db_damaged = False
+            self._rebuild_db()
+        if not self._db_opened:
+            self._db_opened = True
+            self._db = IndexDB.open() if self.persist_enabled else None
+        return self._db
+
+    def close(self) -> None:
+        """Store what is unsaved and close the database (the index stays usable, without it)."""
+        self.persist()
+        with self.lock:
+            if self._db is not None:
+                self._db.close()
+            self._db, self.persist_enabled = None, False
 
     def update_file(self, path: Path | str) -> ChangeSet:
         """Read the appended bytes of one file (re-read it if replaced or shrunk; drop it if gone)."""
@@ -172,13 +244,16 @@ class ProjectIndex:
             self._touch_session(session_key(jsonl), changes)
             return
         state = self.files.get(path)
+        restored = False
         if state is None:
             why = why_not_regular(path)
             if why is not None:
                 if os.path.lexists(path):
                     self.skip(path, why)
                 return
-            state = FileState(path)
+            state = self._restore(path)
+            restored = state is not None
+            state = state or (StoredFileState(path) if self.persist_enabled else FileState(path))
             self.files[path] = state
             key = session_key(path)
             self._members.setdefault(key, set()).add(path)
@@ -192,8 +267,12 @@ class ProjectIndex:
         if how == MISSING:
             self._remove(path, changes)
             return
-        if how == UNCHANGED:
+        if how == UNCHANGED and restored:
+            how = RELOADED  # new to this index all the same (and its rows stay in the database)
+        elif how == UNCHANGED:
             return
+        else:
+            self._unsaved.add(path)
         changes.changed.add(path)
         if state.session_id:
             changes.session_ids.add(state.session_id)
@@ -215,6 +294,8 @@ class ProjectIndex:
                 self._remove(p, changes)
             return
         changes.removed.add(path)
+        self._unsaved.discard(path)
+        self._dropped.add(path)
         if state.session_id:
             changes.session_ids.add(state.session_id)
         key = session_key(path)
@@ -273,12 +354,28 @@ class ProjectIndex:
     def find_uuid(self, uuid: str) -> list[tuple[Path, Row]]:
         """Every row with this uuid, across files."""
         with self.lock:
+            stored = self._stored_homes(uuid)
             out = []
             for path, state in self.files.items():
+                if isinstance(state, StoredFileState) and not state.loaded and path not in stored:
+                    continue  # rows in the database, and none with this uuid
                 row = state.transcript.nodes.get(uuid)
                 if row is not None:
                     out.append((path, row))
             return out
+
+    def _stored_homes(self, uuid: str) -> set[Path]:
+        """Files whose rows are in the database and hold `uuid` (looked up there, not loaded)."""
+        if not any(isinstance(s, StoredFileState) and not s.loaded for s in self.files.values()):
+            return set()
+        db = self._database()
+        if db is None:
+            return set()
+        try:
+            return {Path(p) for p, _ in db.homes(uuid)}
+        except DAMAGE:
+            self._rebuild_db()
+            return set()
 
     def children_of(self, uuid: str) -> list[tuple[Path, Row]]:
         """Rows whose parentUuid, logicalParentUuid, leafUuid or forkedFrom is `uuid`, across files."""
@@ -366,15 +463,83 @@ class ProjectIndex:
     def _all_reports(self) -> list[SessionReport]:
         return [self._report(k) for k in list(self._members)]
 
+    def _restore(self, path: Path) -> FileState | None:
+        db = self._database()
+        if db is None:
+            return None
+        try:
+            return restore_file(db, path, self._loader(path))
+        except DAMAGE:
+            self._rebuild_db()
+            return None
+
+    def _loader(self, path: Path) -> Callable[[], tuple[bytes, bytes] | None]:
+        """What a stored state calls to get its rows back; holds the index weakly (no cycle to keep it alive)."""
+        ref = weakref.ref(self)
+
+        def load() -> tuple[bytes, bytes] | None:
+            index = ref()
+            return index._stored_blob(path) if index is not None else None
+
+        return load
+
+    def _stored_blob(self, path: Path) -> tuple[bytes, bytes] | None:
+        """A file's stored state (for `StoredFileState`); takes no index lock, so loading cannot deadlock."""
+        db = self._db
+        if db is None:
+            return None
+        try:
+            return db.rowset_rows(str(path))
+        except DAMAGE:
+            self._db_damaged = True  # rebuilt by the next call that holds the index lock
+            return None
+
     def _report(self, key: SessionKey) -> SessionReport:
         report = self._reports.get(key)
         if report is None:
             members = [self.files[p] for p in sorted(self._members.get(key, ()))]
-            main = next((s for s in members if not s.is_subagent and s.path.stem == key[1]), None)
-            subs = [s for s in members if s is not main]
-            report = check_session(main, subs, self._agent_ids(key, subs))
+            stamp = self._stamp(key, members)
+            report = self._stored_report(key, stamp)
+            if report is None:
+                main = next((s for s in members if not s.is_subagent and s.path.stem == key[1]), None)
+                subs = [s for s in members if s is not main]
+                report = check_session(main, subs, self._agent_ids(key, subs))
+                self._store_report(key, stamp, report)
             self._reports[key] = report
         return report
+
+    def _stamp(self, key: SessionKey, members: list[FileState]) -> list | None:
+        """The members' identities, when every member is read to the end of the file as it is now."""
+        if self._database() is None:
+            return None
+        for s in members:
+            if s.read.tail or s.size != s.read.offset:
+                return None
+        stamp = stamps([s.path for s in members], legacy_ids(key[0]))
+        if stamp is None or any(row[3] != s.size for row, s in zip(stamp[0], members)):
+            return None
+        return stamp
+
+    def _stored_report(self, key: SessionKey, stamp: list | None) -> SessionReport | None:
+        if stamp is None or self._db is None:
+            return None
+        try:
+            found = self._db.session(key_text(key))
+            return report_from_json(found[1]) if found is not None and found[0] == stamp else None
+        except DAMAGE:
+            self._rebuild_db()
+            return None
+
+    def _store_report(self, key: SessionKey, stamp: list | None, report: SessionReport) -> None:
+        if stamp is None or self._db is None:
+            return
+        try:
+            self._db.put_sessions([(key_text(key), stamp, report_to_json(report))])
+            for path in self._members.get(key, ()):
+                self._db.put_uuids(str(path), row_uuids(self.files[path]))
+            self._db.commit()
+        except DAMAGE:
+            self._rebuild_db()
 
     def _agent_ids(self, key: SessionKey, subs: list[FileState]) -> AgentFiles:
         ids = {s.agent_id for s in subs if s.agent_id}

@@ -1,5 +1,7 @@
 """Choosing the provider: `anthropic` when ANTHROPIC_API_KEY is set, else `claude-cli` when
-`claude` is on the PATH, else an error that explains both; `scripted` only when asked."""
+`claude` is on the PATH, else an error that explains both; `scripted` only when asked.
+
+A provider's module is imported only when that provider is made: the SDK is not imported for `claude-cli`."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from server.agent.providers.anthropic_api import AnthropicProvider
 from server.agent.providers.base import ProviderError
 from server.agent.providers.claude_cli import NAME as CLAUDE_CLI
 from server.agent.providers.claude_cli import ClaudeCliProvider, find_claude_binary
@@ -35,6 +36,8 @@ def make_provider(
 ) -> Any:
     chosen = name or default_provider_name(env)
     if chosen == "anthropic":
+        from server.agent.providers.anthropic_api import AnthropicProvider
+
         return AnthropicProvider(model=model, env=env, base_url=base_url)
     if chosen == CLAUDE_CLI:
         return ClaudeCliProvider(model=model, env=env)

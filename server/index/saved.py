@@ -1,0 +1,264 @@
+"""What the index keeps in the persistent database: each file's state and each session's checks.
+
+A file's state is its link rows, line offsets, problems and where reading stopped, as msgpack; it is
+restored only when the file's identity says it is the same file, unchanged or appended to (then reading
+resumes from the stored offset). A session's checks (diagnostics and unresolved links) are stored with the
+identities of the files they were computed from and reused only while those identities hold.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from array import array
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from server.index.checks import Pending, SessionReport
+from server.index.diagnostics import Diagnostic, Related
+from server.index.filestate import FileState
+from storage.indexdb import APPENDED, SAME, Identity, IndexDB, compare, settled
+from storage.reader import LineProblem, ReadState
+from storage.rows import Row
+from storage.transcript import Transcript
+
+SessionKey = tuple[Path, str]
+
+
+class SavedHead(msgspec.Struct, array_like=True, gc=False):
+    """Where reading stopped: all a restart needs before any row is read."""
+
+    offset: int
+    line: int
+    tail: bytes
+    line_offsets: bytes
+    size: int
+    torn: LineProblem | None
+
+
+class SavedRows(msgspec.Struct, array_like=True, gc=False):
+    provisional: bool
+    problems: list[LineProblem]
+    rows: list[Row]
+
+
+_encode = msgspec.msgpack.Encoder().encode
+_decode_head = msgspec.msgpack.Decoder(SavedHead).decode
+_decode_rows = msgspec.msgpack.Decoder(SavedRows).decode
+
+
+def dump_file(state: FileState) -> tuple[bytes, bytes]:
+    """(read state, rows) of a file state, as stored."""
+    r, t = state.read, state.transcript
+    head = SavedHead(r.offset, r.line, r.tail, state.line_offsets.tobytes(), state.size, state.torn)
+    return _encode(head), _encode(SavedRows(state.provisional is not None, t.problems, t.rows))
+
+
+class StoredFileState(FileState):
+    """A file state whose link rows stay in the database until something reads them.
+
+    `transcript` and `provisional` are loaded on first access through `loader` (the stored state of this
+    file); `unload` drops them again once they are stored. Everything else (identity, read state, line
+    offsets, torn tail) stays in memory, so refreshing an unchanged file touches no rows."""
+
+    _t: Transcript | None
+    _prov: Row | None
+    _loader: Callable[[], tuple[bytes, bytes] | None] | None
+
+    def __init__(self, path: Path) -> None:
+        self._loader = None
+        self._t = None
+        self._prov = None
+        self._loading = False
+        self._load_lock = threading.RLock()
+        super().__init__(path)
+
+    @property  # type: ignore[override]
+    def transcript(self) -> Transcript:
+        if self._loader is not None or self._loading:
+            self._load()
+        assert self._t is not None
+        return self._t
+
+    @transcript.setter
+    def transcript(self, value: Transcript) -> None:
+        self._t, self._loader = value, None
+
+    @property  # type: ignore[override]
+    def provisional(self) -> Row | None:
+        if self._loader is not None or self._loading:
+            self._load()
+        return self._prov
+
+    @provisional.setter
+    def provisional(self, value: Row | None) -> None:
+        if self._loader is not None and value is None:
+            return  # set by the dataclass __init__ before anything is loaded
+        self._prov = value
+
+    @property
+    def loaded(self) -> bool:
+        return self._loader is None
+
+    def load(self) -> None:
+        """Read the rows back now (from the database, else from the file)."""
+        if self._loader is not None or self._loading:
+            self._load()
+
+    def unload(self, loader: Callable[[], tuple[bytes, bytes] | None]) -> None:
+        """Drop the rows (they are stored); `loader` gives them back. Call with the index's lock held."""
+        with self._load_lock:
+            self._t, self._prov, self._children, self._loader = None, None, None, loader
+
+    def _load(self) -> None:
+        """One thread loads; any other that asks meanwhile waits for it (the loader takes no index lock)."""
+        with self._load_lock:
+            loader = self._loader
+            if loader is None:
+                return  # loaded by another thread, or this one further up the stack
+            self._loading = True
+            try:
+                found = loader()
+                head = _decode_head(found[0]) if found is not None else None
+                if head is None or (head.offset, head.line, head.tail) != (
+                    self.read.offset,
+                    self.read.line,
+                    self.read.tail,
+                ):
+                    self.reset()  # lost, or another process stored a later state: read the file again ourselves
+                    self.refresh()
+                    return
+                saved = _decode_rows(found[1])  # type: ignore[index]
+                t = Transcript(path=self.path, problems=saved.problems, torn_tail=head.torn)
+                t.add_rows(saved.rows)
+                self._t = t
+                self._prov = saved.rows[-1] if saved.provisional and saved.rows else None
+                self._loader = None
+            finally:
+                self._loading = False
+
+
+def load_file(
+    path: Path, identity: Identity, blob: bytes, loader: Callable[[], tuple[bytes, bytes] | None]
+) -> StoredFileState:
+    """A state restored from the database: identity and read state now, rows when first needed."""
+    saved = _decode_head(blob)
+    state = StoredFileState(path)
+    state.inode, state.device, state.size = identity.ino, identity.dev, saved.size
+    state.read = ReadState(saved.offset, saved.line, saved.tail)
+    offsets = array("Q")
+    offsets.frombytes(saved.line_offsets)
+    state.line_offsets = offsets
+    state.torn = saved.torn
+    state.unload(loader)
+    return state
+
+
+def restore_file(db: IndexDB, path: Path, loader: Callable[[], tuple[bytes, bytes] | None]) -> StoredFileState | None:
+    """The stored state of `path` if the file is the one stored (unchanged, or appended to); else None."""
+    found = db.rowset(str(path))
+    if found is None:
+        return None
+    identity, blob = found
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if compare(identity, path, st) not in (SAME, APPENDED):
+        return None
+    return load_file(path, identity, blob, loader)
+
+
+def save_files(db: IndexDB, states: Iterable[FileState]) -> list[FileState]:
+    """Store the states (and uuid tables) of files that are settled and read as they are on disk now;
+    return those stored."""
+    items = []
+    stored = []
+    for state in states:
+        try:
+            st = os.stat(state.path)
+        except OSError:
+            continue
+        if (st.st_ino, st.st_dev, st.st_size) != (state.inode, state.device, state.size) or not settled(st):
+            continue
+        items.append((str(state.path), Identity.of(state.path, st), *dump_file(state)))
+        db.put_uuids(str(state.path), row_uuids(state))
+        stored.append(state)
+    db.put_rowsets(items)
+    return stored
+
+
+# ---- sessions ------------------------------------------------------------------------------------
+def key_text(key: SessionKey) -> str:
+    return f"{key[0]}\0{key[1]}"
+
+
+_legacy_seen: dict[Path, tuple[int, list[str]]] = {}
+
+
+def legacy_ids(project_dir: Path) -> list[str]:
+    """Agent ids of the legacy flat `agent-*.jsonl` files in a project folder (a session's checks use them);
+    listed again only when the folder's mtime says its entries changed."""
+    try:
+        mtime = os.stat(project_dir).st_mtime_ns
+        seen = _legacy_seen.get(project_dir)
+        if seen is not None and seen[0] == mtime:
+            return seen[1]
+        names = os.listdir(project_dir)
+    except OSError:
+        return []
+    ids = sorted(n[6:-6] for n in names if n.startswith("agent-") and n.endswith(".jsonl"))
+    _legacy_seen[project_dir] = (mtime, ids)
+    return ids
+
+
+def stamps(members: Iterable[Path], legacy: list[str]) -> list[Any] | None:
+    """The identities a session's checks depend on; None if a file changed too recently to be sure of."""
+    out: list[Any] = []
+    for p in sorted(members):
+        try:
+            st = os.stat(p)
+        except OSError:
+            return None
+        if not settled(st):
+            return None
+        out.append([str(p), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns])
+    return [out, legacy]
+
+
+def diag_to_json(d: Diagnostic) -> list[Any]:
+    return [str(d.path), d.line, d.code, d.message, [[str(r.path), r.line, r.message] for r in d.related], d.key]
+
+
+def diag_from_json(v: list[Any]) -> Diagnostic:
+    path, line, code, message, related, key = v
+    return Diagnostic(Path(path), line, code, message, [Related(Path(p), n, m) for p, n, m in related], key=key)
+
+
+def pending_to_json(p: Pending) -> list[Any]:
+    return [str(p.path), p.line, p.kind, p.target, p.extra]
+
+
+def pending_from_json(v: list[Any]) -> Pending:
+    path, line, kind, target, extra = v
+    return Pending(Path(path), line, kind, target, extra)
+
+
+def report_to_json(report: SessionReport) -> list[Any]:
+    return [[diag_to_json(d) for d in report.diagnostics], [pending_to_json(p) for p in report.pending]]
+
+
+def report_from_json(value: list[Any]) -> SessionReport:
+    diags, pending = value
+    return SessionReport([diag_from_json(d) for d in diags], [pending_from_json(p) for p in pending])
+
+
+def row_uuids(state: FileState) -> list[tuple[str, int]]:
+    """(uuid, line) of the row each uuid resolves to in this file."""
+    return [(u, r.line) for u, r in state.transcript.nodes.items()]
+
+
+__all__ = ["Row", "SavedHead", "SavedRows"]

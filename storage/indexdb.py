@@ -1,0 +1,381 @@
+"""The persistent index: an SQLite database (WAL) in the cache folder, so a restart re-reads only what changed.
+
+Per transcript file it keeps the file's identity (device, inode, size, mtime, a fingerprint of its head),
+the byte offset it was read up to, its message count and listing summary, and (for the language
+server's index) its link rows, line offsets and read state; per session the checks' result (diagnostics
+and unresolved links, as JSON) with the identities it was computed from; and the uuid -> (file, line)
+table that settles links across files. Message bodies are never stored.
+
+A file whose identity is unchanged is taken from the database; one that grew on the same inode with the
+same head is read from the stored offset; anything else (shrunk, replaced, rewritten in place) is read in
+full. A database that is damaged, or written by another schema version, is deleted and rebuilt: it only
+ever saves work, and is never trusted over the files. `SESSION_LSP_NO_CACHE=1` turns it off.
+
+The folder is created 0700 and the files 0600 whatever the umask (titles and prompts are private).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+SCHEMA_VERSION = 3
+DB_NAME = "index.sqlite3"
+HEAD_BYTES = 4096
+BUSY_MS = 5000
+SAME, APPENDED, REWRITTEN = "same", "appended", "rewritten"
+RACY_NS = 2_000_000_000
+"""A file modified this recently may change again within its mtime's granularity: never take it as unchanged."""
+DAMAGE = (sqlite3.DatabaseError, orjson.JSONDecodeError, ValueError, TypeError, KeyError, IndexError)
+"""What reading a damaged database raises: the caller rebuilds it and computes without it."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS files(
+    path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,
+    head_len INTEGER, head BLOB, offset INTEGER, count INTEGER, info BLOB);
+CREATE TABLE IF NOT EXISTS sessions(key TEXT PRIMARY KEY, members BLOB, report BLOB);
+CREATE TABLE IF NOT EXISTS rowsets(
+    path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,
+    head_len INTEGER, head BLOB, state BLOB, rows BLOB);
+CREATE TABLE IF NOT EXISTS uuids(uuid TEXT, path TEXT, line INTEGER);
+CREATE INDEX IF NOT EXISTS uuids_by_uuid ON uuids(uuid);
+CREATE INDEX IF NOT EXISTS uuids_by_path ON uuids(path);
+"""
+
+
+def cache_dir() -> Path | None:
+    """`$XDG_CACHE_HOME/session-lsp` (else `~/.cache/session-lsp`); None when caching is off."""
+    if os.environ.get("SESSION_LSP_NO_CACHE"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "session-lsp"
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What a file was when it was read: a changed field means read again (from `offset` if appended)."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    head_len: int
+    head: bytes
+
+    @classmethod
+    def of(cls, path: Path, st: os.stat_result | None = None) -> Identity:
+        st = st or os.stat(path)
+        head_len = min(st.st_size, HEAD_BYTES)
+        mtime = st.st_mtime_ns if settled(st) else -1
+        return cls(st.st_dev, st.st_ino, st.st_size, mtime, head_len, head_digest(path, head_len))
+
+
+def settled(st: os.stat_result) -> bool:
+    """Modified long enough ago that a same-size change within the same mtime tick is ruled out."""
+    return time.time_ns() - st.st_mtime_ns > RACY_NS
+
+
+def head_digest(path: Path, length: int) -> bytes:
+    with open(path, "rb") as fh:
+        return hashlib.blake2b(fh.read(length), digest_size=16).digest()
+
+
+def compare(stored: Identity, path: Path, st: os.stat_result) -> str:
+    """SAME, APPENDED (same inode and head, longer) or REWRITTEN, for a file as stored and as it is now."""
+    if (st.st_dev, st.st_ino) != (stored.dev, stored.ino) or st.st_size < stored.size:
+        return REWRITTEN
+    if st.st_size == stored.size and st.st_mtime_ns == stored.mtime_ns:
+        return SAME
+    try:
+        if head_digest(path, stored.head_len) != stored.head:
+            return REWRITTEN
+    except OSError:
+        return REWRITTEN
+    return APPENDED if st.st_size > stored.size else REWRITTEN
+
+
+@dataclass(slots=True)
+class FileRecord:
+    path: str
+    identity: Identity
+    offset: int
+    """Bytes counted and read up to (the end of the last whole line)."""
+    count: int
+    info: dict[str, Any] | None
+
+
+def _private_dir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+
+
+def _private_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def _locked(method: Any) -> Any:
+    @functools.wraps(method)
+    def wrapper(self: IndexDB, *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+class IndexDB:
+    """One connection to the database, safe to share between threads (each call holds `lock`, and takes
+    no other lock); use as a context manager, or `close()`."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path | None) -> None:
+        self.conn = conn
+        self.path = path
+        self.lock = threading.RLock()
+        self.busy = False
+        """Another process held the database past the timeout: this batch of writes is dropped."""
+
+    def _write(self, sql: str, rows: Iterable[Any]) -> None:
+        """One statement of a write batch; a database another process holds drops the batch (it only saves work)."""
+        if self.busy:
+            return
+        try:
+            self.conn.executemany(sql, rows)
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+            self.busy = True
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.rollback()
+
+    @_locked
+    def rebuild(self) -> IndexDB | None:
+        """Throw this database away (it was found damaged) and open an empty one in its place."""
+        self.close()
+        if self.path is None:
+            return None
+        _remove_database(self.path)
+        return IndexDB.open(self.path.parent)
+
+    @classmethod
+    def open(cls, folder: Path | None = None) -> IndexDB | None:
+        """The database in `folder` (default: the cache folder), rebuilt if damaged; None if caching is off
+        or the folder cannot be written."""
+        folder = folder if folder is not None else cache_dir()
+        if folder is None:
+            return None
+        db_path = folder / DB_NAME
+        for attempt in (1, 2):
+            try:
+                _private_dir(folder)
+                _private_file(db_path)
+                return cls(_connect(db_path, BUSY_MS), db_path)
+            except sqlite3.OperationalError as exc:
+                if _is_busy(exc):
+                    return None  # held by another process past the timeout: work without it this time
+                if attempt == 2:
+                    return None
+                _remove_database(db_path)
+            except sqlite3.DatabaseError:
+                if attempt == 2:
+                    return None
+                _remove_database(db_path)
+            except OSError:
+                return None
+        return None
+
+    def __del__(self) -> None:
+        # a sqlite3 connection sits in a reference cycle with its statement cache: close it when we go
+        self.close()
+
+    def __enter__(self) -> IndexDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @_locked
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.close()
+
+    # ---- files -------------------------------------------------------------------------------
+    @_locked
+    def files(self, paths: Iterable[str] | None = None) -> dict[str, FileRecord]:
+        rows = self.conn.execute(
+            "SELECT path, dev, ino, size, mtime_ns, head_len, head, offset, count, info FROM files"
+        ).fetchall()
+        wanted = set(paths) if paths is not None else None
+        out = {}
+        for path, dev, ino, size, mtime_ns, head_len, head, offset, count, info in rows:
+            if wanted is not None and path not in wanted:
+                continue
+            out[path] = FileRecord(
+                path,
+                Identity(dev, ino, size, mtime_ns, head_len, head),
+                offset,
+                count,
+                orjson.loads(info) if info is not None else None,
+            )
+        return out
+
+    @_locked
+    def put_files(self, records: Iterable[FileRecord]) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    r.path,
+                    r.identity.dev,
+                    r.identity.ino,
+                    r.identity.size,
+                    r.identity.mtime_ns,
+                    r.identity.head_len,
+                    r.identity.head,
+                    r.offset,
+                    r.count,
+                    orjson.dumps(r.info) if r.info is not None else None,
+                )
+                for r in records
+            ],
+        )
+
+    @_locked
+    def drop_files(self, paths: Iterable[str]) -> None:
+        todo = [(p,) for p in paths]
+        self._write("DELETE FROM files WHERE path = ?", todo)
+        self._write("DELETE FROM uuids WHERE path = ?", todo)
+
+    # ---- sessions: checks' results -----------------------------------------------------------
+    @_locked
+    def sessions(self) -> dict[str, tuple[Any, Any]]:
+        """key -> (members fingerprint, report), both as decoded JSON."""
+        return {
+            key: (orjson.loads(members), orjson.loads(report))
+            for key, members, report in self.conn.execute("SELECT key, members, report FROM sessions")
+        }
+
+    @_locked
+    def session(self, key: str) -> tuple[Any, Any] | None:
+        """(members fingerprint, report) of one session, or None."""
+        found = self.conn.execute("SELECT members, report FROM sessions WHERE key = ?", (key,)).fetchone()
+        return None if found is None else (orjson.loads(found[0]), orjson.loads(found[1]))
+
+    @_locked
+    def put_sessions(self, items: Iterable[tuple[str, Any, Any]]) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO sessions VALUES (?,?,?)",
+            [(key, orjson.dumps(members), orjson.dumps(report)) for key, members, report in items],
+        )
+
+    @_locked
+    def drop_sessions(self, keys: Iterable[str]) -> None:
+        self._write("DELETE FROM sessions WHERE key = ?", [(k,) for k in keys])
+
+    # ---- uuids -------------------------------------------------------------------------------
+    @_locked
+    def put_uuids(self, path: str, uuids: Iterable[tuple[str, int]]) -> None:
+        self._write("DELETE FROM uuids WHERE path = ?", [(path,)])
+        self._write("INSERT INTO uuids VALUES (?,?,?)", ((u, path, line) for u, line in uuids))
+
+    @_locked
+    def stored_uuid_paths(self, prefix: str) -> list[str]:
+        """Files under `prefix` that have rows in the uuid table."""
+        rows = self.conn.execute("SELECT DISTINCT path FROM uuids WHERE substr(path, 1, ?) = ?", (len(prefix), prefix))
+        return [path for (path,) in rows]
+
+    @_locked
+    def drop_uuids(self, paths: Iterable[str]) -> None:
+        self._write("DELETE FROM uuids WHERE path = ?", [(p,) for p in paths])
+
+    @_locked
+    def homes(self, uuid: str) -> list[tuple[str, int]]:
+        """(file, 0-based line) of every stored row with this uuid."""
+        return self.conn.execute("SELECT path, line FROM uuids WHERE uuid = ? ORDER BY path, line", (uuid,)).fetchall()
+
+    # ---- rowsets: an index's per-file state (link rows, line offsets, where reading stopped) -------
+    @_locked
+    def rowset(self, path: str) -> tuple[Identity, bytes] | None:
+        """(identity, read state) of a file's stored state; its rows come separately (`rowset_rows`)."""
+        found = self.conn.execute(
+            "SELECT dev, ino, size, mtime_ns, head_len, head, state FROM rowsets WHERE path = ?", (path,)
+        ).fetchone()
+        return None if found is None else (Identity(*found[:6]), found[6])
+
+    @_locked
+    def rowset_rows(self, path: str) -> tuple[bytes, bytes] | None:
+        """(read state, rows) of a file's stored state."""
+        found = self.conn.execute("SELECT state, rows FROM rowsets WHERE path = ?", (path,)).fetchone()
+        return None if found is None else (found[0], found[1])
+
+    @_locked
+    def put_rowsets(self, items: Iterable[tuple[str, Identity, bytes, bytes]]) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO rowsets VALUES (?,?,?,?,?,?,?,?,?)",
+            [(p, i.dev, i.ino, i.size, i.mtime_ns, i.head_len, i.head, state, rows) for p, i, state, rows in items],
+        )
+
+    @_locked
+    def drop_rowsets(self, paths: Iterable[str]) -> None:
+        self._write("DELETE FROM rowsets WHERE path = ?", [(p,) for p in paths])
+
+    @_locked
+    def commit(self) -> bool:
+        """Make the batch durable; False when it was dropped (a database another process held too long)."""
+        if self.busy:
+            self.busy = False
+            return False
+        try:
+            self.conn.commit()
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.rollback()
+            return False
+        return True
+
+
+def _connect(db_path: Path, busy_ms: int) -> sqlite3.Connection:
+    conn = sqlite3.connect(db_path, timeout=busy_ms / 1000, check_same_thread=False)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, SCHEMA_VERSION):
+            raise sqlite3.DatabaseError(f"schema {version}, expected {SCHEMA_VERSION}")
+        if version == 0:
+            conn.executescript(_SCHEMA)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.commit()
+    except BaseException:
+        conn.close()
+        raise
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            os.chmod(str(db_path) + suffix, 0o600)
+    return conn
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _remove_database(db_path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            os.unlink(str(db_path) + suffix)
