@@ -103,6 +103,18 @@ class CountCache:
             return 0, 0  # rewritten in place (and perhaps grown)
         return counted, upto
 
+    def seed(self, path: Path, ino: int, counted: int, upto: int) -> None:
+        """Take `counted` rows up to byte `upto` as known (from the index database, which checked
+        the file grew by appends only); the next `count` reads from `upto` on."""
+        self.entries[str(path)] = [ino, counted, upto, upto, 0, fingerprint(path, upto, None)]
+
+    def counted(self, path: Path) -> tuple[int, int] | None:
+        """(rows counted, bytes counted) of the cache's entry for `path`, if any."""
+        entry = self.entries.get(str(path))
+        if isinstance(entry, list) and len(entry) == 6:
+            return entry[1], entry[2]
+        return None
+
     def count(self, path: Path, st: os.stat_result, data: bytes | None = None) -> int:
         """User and assistant rows in `path`, plus an unterminated last line's."""
         counted, upto = self._reusable(path, st, data)

@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000

@@ -123,15 +123,16 @@ def _list(db: IndexDB, dirs: list[Path]) -> list[SessionInfo]:
                         info.subagents = [subagent_json(s) for s in subagent_files(path)]
                         updates.append(_record(path, st, rec.count, rec.offset, info, folders))
                 else:
-                    if rec is not None and how == APPENDED:
-                        counts.entries[key] = [st.st_ino, rec.count, rec.offset]
+                    if rec is not None and how == APPENDED:  # count only what was appended
+                        counts.seed(path, st.st_ino, rec.count, rec.offset)
                     folders = folder_stamps(path.with_suffix("") / "subagents")
                     info = read_session_info(path, counts=counts)
-                    _, counted, upto = counts.entries.get(key, (0, info.message_count, st.st_size))
+                    counted, upto = counts.counted(path) or (info.message_count, st.st_size)
                     updates.append(_record(path, st, counted, upto, info, folders))
             except OSError:
                 continue
-            in_dir.append(info)
+            if info.has_messages:  # as `list_sessions`: a file with no conversation is no session
+                in_dir.append(info)
         prefix = str(d) + os.sep
         gone.extend(p for p in stored if p.startswith(prefix) and p not in seen and os.sep not in p[len(prefix) :])
         attach_legacy_agents(d, in_dir)

@@ -117,6 +117,14 @@ def parse_line(raw: bytes, line: int, offset: int, notes: list[LineProblem] | No
     return keyed(row_from_entry(entry, line, offset, len(body)))
 
 
+def _utf8(data: memoryview) -> bool:
+    try:
+        str(data, "utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def keyed(row: Row) -> Row:
     """A conversation row without a uuid gets the shared key the CLI gives it (`NO_UUID`)."""
     if row.uuid is None and row.type in CHAIN_TYPES:
@@ -173,12 +181,15 @@ def read_transcript(
         while chunk := fh.read(CHUNK):
             buf = pending + chunk if pending else chunk
             view, find, pos = memoryview(buf), buf.find, 0
+            ascii_only = buf.isascii()  # else each fast row's bytes are checked: bad UTF-8 gets its hint
             while (nl := find(b"\n", pos)) >= 0:  # the hot loop: one parse and one Row per line, nothing else
                 if offsets_append is not None:
                     offsets_append(start)
                 entry = None
                 if line_no:
                     row = fast_row(view[pos:nl], line_no, start)  # link fields only, no copy; None: in full
+                    if row is not None and not ascii_only and not _utf8(view[pos:nl]):
+                        row = None
                     if row is not None:
                         if row.uuid is None:
                             keyed(row)

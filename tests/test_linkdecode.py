@@ -28,7 +28,7 @@ def full_row(raw: bytes) -> Any:
     """The row of a full decode, as the CLI decodes lines (invalid UTF-8 as U+FFFD, `1e999` as Infinity)."""
     try:
         entry = loads_as_cli(raw)
-    except orjson.JSONDecodeError:
+    except ValueError:  # what the CLI rejects too
         return "rejected"
     return row_from_entry(entry, 7, 100, len(raw)) if isinstance(entry, dict) else "not an object"
 

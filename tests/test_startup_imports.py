@@ -81,7 +81,7 @@ def test_version_comes_from_the_package_metadata() -> None:
 def test_read_commands_import_only_their_module(corpus_projects: Path) -> None:
     for args in (
         ["list", "--projects-dir", str(corpus_projects), "--json"],
-        ["chain", str(first_session(corpus_projects)), "--json"],
+        ["chain", str(first_session(corpus_projects)), "--json", "--projects-dir", str(corpus_projects)],
         ["check", "--projects-dir", str(corpus_projects), "--json", "-j", "1"],
         ["check", str(first_session(corpus_projects)), "--json"],
     ):

@@ -37,6 +37,11 @@ class SavedHead(msgspec.Struct, array_like=True, gc=False):
     line_offsets: bytes
     size: int
     torn: LineProblem | None
+    mtime_ns: int
+    print_: int
+    """The rewrite check's fingerprint (`FileState.rewritten`), so a restart still sees a rewrite."""
+    notes: list[LineProblem]
+    """Lines read leniently (`lenient-json` hints)."""
 
 
 class SavedRows(msgspec.Struct, array_like=True, gc=False):
@@ -53,7 +58,17 @@ _decode_rows = msgspec.msgpack.Decoder(SavedRows).decode
 def dump_file(state: FileState) -> tuple[bytes, bytes]:
     """(read state, rows) of a file state, as stored."""
     r, t = state.read, state.transcript
-    head = SavedHead(r.offset, r.line, r.tail, state.line_offsets.tobytes(), state.size, state.torn)
+    head = SavedHead(
+        r.offset,
+        r.line,
+        r.tail,
+        state.line_offsets.tobytes(),
+        state.size,
+        state.torn,
+        state.mtime_ns,
+        state.print_,
+        list(state.notes),
+    )
     return _encode(head), _encode(SavedRows(state.provisional is not None, t.problems, t.rows))
 
 
@@ -153,6 +168,7 @@ def load_file(
     offsets.frombytes(saved.line_offsets)
     state.line_offsets = offsets
     state.torn = saved.torn
+    state.mtime_ns, state.print_, state.notes = saved.mtime_ns, saved.print_, list(saved.notes)
     state.unload(loader)
     return state
 
