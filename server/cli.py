@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "server.commands.check",
     "server.commands.serve",
     "server.commands.turn",
+    "server.commands.usage",
 )
 
 

@@ -19,6 +19,7 @@ from storage.lookup import SessionNotFound, find_continue, resolve_session
 from storage.paths import candidate_project_dirs, default_projects_dir, resolve_cwd
 from storage.resume import NotATranscript, Resumed, resume
 from storage.sessions import SessionInfo, list_sessions, text_of
+from storage.usage import session_usage_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -74,7 +75,7 @@ def _sessions(args: argparse.Namespace) -> list[SessionInfo]:
 def cmd_list(args: argparse.Namespace) -> int:
     sessions = _sessions(args)
     if args.json:
-        print_json([s.to_json() for s in sessions])
+        print_json([{**s.to_json(), "usage": session_usage_json(s)} for s in sessions])
         return 0
     if not sessions:
         print("no sessions")
