@@ -214,6 +214,7 @@ def session_responses(path: Path, extra: Iterable[Path] = ()) -> list[Response]:
         except OSError:
             continue
         for r in responses:
+            r.project_dir = path.parent
             found.setdefault(r.key, r)
     return list(found.values())
 
