@@ -14,10 +14,10 @@ link fields and `message.usage` are kept.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -145,36 +145,43 @@ def response_from_entry(
     )
 
 
-def _assistant_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """(0-based line, bytes) of the lines holding the assistant marker; the rest are not parsed."""
-    line_no = 0
+def assistant_lines(path: Path, start: int = 0, line: int = 0) -> tuple[list[tuple[int, bytes]], int, int, bytes]:
+    """From byte `start` (line number `line`): the (0-based line, bytes) of whole lines holding the
+    assistant marker, the offset and line number after the last whole line, and the unterminated
+    tail (if any). Lines without the marker are never parsed."""
+    found: list[tuple[int, bytes]] = []
+    line_no = line
     pending = b""
+    end_offset = start
     with open(path, "rb") as fh:
+        fh.seek(start)
         while chunk := fh.read(CHUNK):
             buf = pending + chunk if pending else chunk
             pos = 0
             while (at := buf.find(ASSISTANT_MARKER, pos)) >= 0:
-                start = buf.rfind(b"\n", 0, at) + 1
+                begin = buf.rfind(b"\n", 0, at) + 1
                 end = buf.find(b"\n", at)
                 if end < 0:
                     break
-                line_no += buf.count(b"\n", pos, start)
-                yield line_no, buf[start:end]
+                line_no += buf.count(b"\n", pos, begin)
+                found.append((line_no, buf[begin:end]))
                 line_no += 1
                 pos = end + 1
             last = buf.rfind(b"\n") + 1
             if last > pos:
                 line_no += buf.count(b"\n", pos, last)
                 pos = last
+            end_offset += pos
             pending = buf[pos:]
-    if pending and ASSISTANT_MARKER in pending:
-        yield line_no, pending
+    return found, end_offset, line_no, pending
 
 
-def file_responses(path: Path, session_id: str | None = None, agent_id: str | None = None) -> list[Response]:
-    """The responses of one file, each once, in the order of their first row."""
+def responses_of_lines(
+    lines: Iterable[tuple[int, bytes]], path: Path, session_id: str | None = None, agent_id: str | None = None
+) -> list[Response]:
+    """The responses of some assistant lines, each once, in the order of their first row."""
     found: dict[tuple[str, ...], Response] = {}
-    for line_no, raw in _assistant_lines(path):
+    for line_no, raw in lines:
         try:
             entry = orjson.loads(raw[3:] if line_no == 0 and raw.startswith(b"\xef\xbb\xbf") else raw)
         except orjson.JSONDecodeError:
@@ -182,15 +189,27 @@ def file_responses(path: Path, session_id: str | None = None, agent_id: str | No
         if not isinstance(entry, dict):
             continue
         r = response_from_entry(entry, path, line_no, session_id, agent_id)
-        if r is None:
-            continue
-        known = found.get(r.key)
-        if known is None:
-            found[r.key] = r
-        elif r.output_tokens > known.output_tokens:
-            r.line, r.timestamp = known.line, known.timestamp
-            found[r.key] = r
+        if r is not None:
+            merge_response(found, r)
     return list(found.values())
+
+
+def merge_response(found: dict[tuple[str, ...], Response], r: Response) -> None:
+    """Add `r` unless its response is there; a later row with more output tokens gives the figures."""
+    known = found.get(r.key)
+    if known is None:
+        found[r.key] = r
+    elif r.output_tokens > known.output_tokens:
+        r.line, r.timestamp = known.line, known.timestamp
+        found[r.key] = r
+
+
+def file_responses(path: Path, session_id: str | None = None, agent_id: str | None = None) -> list[Response]:
+    """The responses of one file, each once, in the order of their first row."""
+    lines, _, end_line, tail = assistant_lines(path)
+    if ASSISTANT_MARKER in tail:
+        lines.append((end_line, tail))
+    return responses_of_lines(lines, path, session_id, agent_id)
 
 
 def session_files(path: Path, extra: Iterable[Path] = ()) -> list[tuple[Path, str | None]]:
@@ -205,12 +224,19 @@ def session_files(path: Path, extra: Iterable[Path] = ()) -> list[tuple[Path, st
     return files
 
 
-def session_responses(path: Path, extra: Iterable[Path] = ()) -> list[Response]:
+class FileReader(Protocol):
+    def file_responses(self, path: Path, session_id: str | None = None, agent_id: str | None = None) -> list[Response]:
+        """The responses of one file (e.g. `storage.usagecache.UsageCache` keeps them between runs)."""
+        ...
+
+
+def session_responses(path: Path, extra: Iterable[Path] = (), cache: FileReader | None = None) -> list[Response]:
     """Every response of a session (its file and its subagents' files), each once."""
     found: dict[tuple[str, ...], Response] = {}
+    read = cache.file_responses if cache is not None else file_responses
     for file, agent in session_files(path, extra):
         try:
-            responses = file_responses(file, path.stem, agent)
+            responses = read(file, path.stem, agent)
         except OSError:
             continue
         for r in responses:
@@ -226,21 +252,33 @@ def total(responses: Iterable[Response]) -> Usage:
     return out
 
 
-def session_usage(path: Path, extra: Iterable[Path] = ()) -> Usage:
+def session_usage(path: Path, extra: Iterable[Path] = (), cache: FileReader | None = None) -> Usage:
     """Usage of one session: its own file and its subagents, each response once."""
-    return total(session_responses(path, extra))
+    return total(session_responses(path, extra, cache))
 
 
-def session_usage_json(info: Any) -> dict[str, Any]:
+def session_usage_json(info: Any, cache: FileReader | None = None) -> dict[str, Any]:
     """`usage` of a listed session (a `storage.sessions.SessionInfo`), subagents included."""
     extra = [Path(s["path"]) for s in getattr(info, "subagents", []) if isinstance(s, dict) and s.get("path")]
     try:
-        return session_usage(info.path, extra).to_json()
+        return session_usage(info.path, extra, cache).to_json()
     except OSError:
         return Usage().to_json()
 
 
-def folder_responses(projects_dir: Path, project_dirs: Iterable[Path] | None = None) -> list[Response]:
+def sessions_usage_json(infos: Iterable[Any]) -> list[dict[str, Any]]:
+    """`usage` of each listed session, reading through the cache of earlier runs (saved once)."""
+    from storage.usagecache import UsageCache
+
+    cache = UsageCache()
+    out = [session_usage_json(info, cache) for info in infos]
+    cache.save()
+    return out
+
+
+def folder_responses(
+    projects_dir: Path, project_dirs: Iterable[Path] | None = None, cache: FileReader | None = None
+) -> list[Response]:
     """Every response under a projects folder, each once (fork copies and all), oldest first."""
     dirs = list(project_dirs) if project_dirs is not None else list(iter_project_dirs(projects_dir))
     found: dict[tuple[str, ...], Response] = {}
@@ -248,7 +286,7 @@ def folder_responses(projects_dir: Path, project_dirs: Iterable[Path] | None = N
     for d in dirs:
         owners = _legacy_owners(legacy_agent_files(d))
         for f in iter_session_files(d):
-            responses = session_responses(f, owners.get(f.stem, ()))
+            responses = session_responses(f, owners.get(f.stem, ()), cache)
             first = min((r.timestamp for r in responses), default="")
             per_session.append((first, _first_timestamp(f), responses))
     # The session that made a response is the one holding it earliest; a fork copy starts later.

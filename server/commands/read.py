@@ -19,7 +19,7 @@ from storage.lookup import SessionNotFound, find_continue, resolve_session
 from storage.paths import candidate_project_dirs, default_projects_dir, resolve_cwd
 from storage.resume import NotATranscript, Resumed, resume
 from storage.sessions import SessionInfo, list_sessions, text_of
-from storage.usage import session_usage_json
+from storage.usage import sessions_usage_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -75,7 +75,8 @@ def _sessions(args: argparse.Namespace) -> list[SessionInfo]:
 def cmd_list(args: argparse.Namespace) -> int:
     sessions = _sessions(args)
     if args.json:
-        print_json([{**s.to_json(), "usage": session_usage_json(s)} for s in sessions])
+        usage = sessions_usage_json(sessions)
+        print_json([{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)])
         return 0
     if not sessions:
         print("no sessions")

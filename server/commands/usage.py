@@ -9,6 +9,7 @@ from server.commands.common import add_projects_dir, print_json, projects_dir
 from storage.paths import candidate_project_dirs, resolve_cwd
 from storage.prices import PRICES_DATE, PRICES_SOURCE
 from storage.usage import GROUPINGS, Response, Usage, folder_responses, grouped, total
+from storage.usagecache import UsageCache
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -23,7 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _responses(args: argparse.Namespace) -> list[Response]:
     root = projects_dir(args)
     dirs = candidate_project_dirs(root, resolve_cwd(args.cwd)) if args.cwd else None
-    return folder_responses(root, dirs)
+    cache = UsageCache()
+    responses = folder_responses(root, dirs, cache)
+    cache.save()
+    return responses
 
 
 def usage_report(responses: list[Response], by: str) -> dict[str, Any]:
