@@ -239,8 +239,9 @@ def session_responses(path: Path, extra: Iterable[Path] = (), cache: FileReader 
             responses = read(file, path.stem, agent)
         except OSError:
             continue
+        project_dir = path.parent
         for r in responses:
-            r.project_dir = path.parent
+            r.project_dir = project_dir
             found.setdefault(r.key, r)
     return list(found.values())
 

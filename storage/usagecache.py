@@ -44,9 +44,12 @@ def _packed(r: Response) -> list[Any]:
     return [getattr(r, name) for name in _FIELDS]
 
 
-def _unpacked(values: list[Any], path: Path, session_id: str | None, agent_id: str | None) -> Response:
-    v = dict(zip(_FIELDS, values, strict=True))
-    return Response(session_id=session_id or path.stem, project_dir=path.parent, path=path, agent_id=agent_id, **v)
+def _unpacked(values: list[Any], path: Path, parent: Path, session_id: str, agent_id: str | None) -> Response:
+    """A stored response; a damaged one raises ValueError or TypeError (the file is then read again)."""
+    mid, model, ts, line, inp, out, writes, reads, one_hour, cost = values
+    if not all(type(n) is int for n in (line, inp, out, writes, reads, one_hour)):
+        raise ValueError("damaged cache entry")
+    return Response(mid, model, ts, session_id, parent, path, line, inp, out, writes, reads, one_hour, cost, agent_id)
 
 
 class UsageCache:
@@ -68,7 +71,8 @@ class UsageCache:
             ino, offset, line, packed = entry  # type: ignore[misc]
             if ino != st.st_ino or not (isinstance(offset, int) and 0 <= offset <= st.st_size):
                 raise ValueError
-            return offset, line, [_unpacked(p, path, session_id, agent_id) for p in packed]
+            parent, sid = path.parent, session_id or path.stem
+            return offset, line, [_unpacked(p, path, parent, sid, agent_id) for p in packed]
         except (TypeError, ValueError):
             return 0, 0, []
 
