@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 PRICES_DATE = "2026-11-30"
@@ -120,6 +121,7 @@ def canonical_model(model: str) -> str:
     return ALIASES.get(name, name)
 
 
+@lru_cache(maxsize=512)
 def rates_for(model: str, speed: str | None = None) -> Rates | None:
     """The prices of `model` (fast ones when `speed` is "fast" and the model has them), or None."""
     name = canonical_model(model)
@@ -130,7 +132,7 @@ def rates_for(model: str, speed: str | None = None) -> Rates | None:
 
 
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return value if value.__class__ is int and value > 0 else 0
 
 
 def one_hour_writes(usage: dict[str, Any]) -> int:

@@ -32,7 +32,7 @@ GROUPINGS = ("session", "project", "model", "day")
 
 
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return value if value.__class__ is int and value > 0 else 0
 
 
 @dataclass(slots=True)
@@ -45,7 +45,8 @@ class Response:
     session_id: str
     project_dir: Path
     path: Path
-    line: int
+    offset: int
+    """Byte offset of its first row in `path`."""
     input_tokens: int
     output_tokens: int
     cache_creation_tokens: int
@@ -59,7 +60,7 @@ class Response:
         """Identity for de-duplication: the message id, else the row's own place."""
         if self.message_id is not None:
             return (self.message_id,)
-        return (str(self.path), str(self.line))
+        return (str(self.path), str(self.offset))
 
 
 @dataclass(slots=True)
@@ -112,7 +113,7 @@ class Usage:
 
 
 def response_from_entry(
-    entry: dict[str, Any], path: Path, line: int, session_id: str | None = None, agent_id: str | None = None
+    entry: dict[str, Any], path: Path, offset: int, session_id: str | None = None, agent_id: str | None = None
 ) -> Response | None:
     """The response an assistant row belongs to, or None for other rows and `<synthetic>` ones."""
     if entry.get("type") != "assistant":
@@ -134,7 +135,7 @@ def response_from_entry(
         session_id=sid if isinstance(sid, str) else path.stem,
         project_dir=path.parent,
         path=path,
-        line=line,
+        offset=offset,
         input_tokens=_int(usage.get("input_tokens")),
         output_tokens=_int(usage.get("output_tokens")),
         cache_creation_tokens=_int(usage.get("cache_creation_input_tokens")),
@@ -145,14 +146,12 @@ def response_from_entry(
     )
 
 
-def assistant_lines(path: Path, start: int = 0, line: int = 0) -> tuple[list[tuple[int, bytes]], int, int, bytes]:
-    """From byte `start` (line number `line`): the (0-based line, bytes) of whole lines holding the
-    assistant marker, the offset and line number after the last whole line, and the unterminated
-    tail (if any). Lines without the marker are never parsed."""
+def assistant_lines(path: Path, start: int = 0) -> tuple[list[tuple[int, bytes]], int, bytes]:
+    """From byte `start`: the (byte offset, bytes) of the whole lines holding the assistant marker, the
+    offset after the last whole line, and the unterminated tail (if any). Other lines are not parsed."""
     found: list[tuple[int, bytes]] = []
-    line_no = line
     pending = b""
-    end_offset = start
+    base = start  # file offset of buf[0]
     with open(path, "rb") as fh:
         fh.seek(start)
         while chunk := fh.read(CHUNK):
@@ -163,17 +162,12 @@ def assistant_lines(path: Path, start: int = 0, line: int = 0) -> tuple[list[tup
                 end = buf.find(b"\n", at)
                 if end < 0:
                     break
-                line_no += buf.count(b"\n", pos, begin)
-                found.append((line_no, buf[begin:end]))
-                line_no += 1
+                found.append((base + begin, buf[begin:end]))
                 pos = end + 1
-            last = buf.rfind(b"\n") + 1
-            if last > pos:
-                line_no += buf.count(b"\n", pos, last)
-                pos = last
-            end_offset += pos
+            pos = max(pos, buf.rfind(b"\n") + 1)
+            base += pos
             pending = buf[pos:]
-    return found, end_offset, line_no, pending
+    return found, base, pending
 
 
 def responses_of_lines(
@@ -181,17 +175,31 @@ def responses_of_lines(
 ) -> list[Response]:
     """The responses of some assistant lines, each once, in the order of their first row."""
     found: dict[tuple[str, ...], Response] = {}
-    for line_no, raw in lines:
+    for offset, raw in lines:
         try:
-            entry = orjson.loads(raw[3:] if line_no == 0 and raw.startswith(b"\xef\xbb\xbf") else raw)
+            entry = orjson.loads(raw[3:] if offset == 0 and raw.startswith(b"\xef\xbb\xbf") else raw)
         except orjson.JSONDecodeError:
             continue
         if not isinstance(entry, dict):
             continue
-        r = response_from_entry(entry, path, line_no, session_id, agent_id)
+        known = found.get((_message_id(entry),))
+        if known is not None and _output_tokens(entry) <= known.output_tokens:
+            continue  # another row of a response already counted
+        r = response_from_entry(entry, path, offset, session_id, agent_id)
         if r is not None:
             merge_response(found, r)
     return list(found.values())
+
+
+def _message_id(entry: dict[str, Any]) -> str | None:
+    message = entry.get("message")
+    mid = message.get("id") if message.__class__ is dict else None
+    return mid if mid.__class__ is str else None
+
+
+def _output_tokens(entry: dict[str, Any]) -> int:
+    usage = entry["message"].get("usage")
+    return _int(usage.get("output_tokens")) if usage.__class__ is dict else 0
 
 
 def merge_response(found: dict[tuple[str, ...], Response], r: Response) -> None:
@@ -200,15 +208,15 @@ def merge_response(found: dict[tuple[str, ...], Response], r: Response) -> None:
     if known is None:
         found[r.key] = r
     elif r.output_tokens > known.output_tokens:
-        r.line, r.timestamp = known.line, known.timestamp
+        r.offset, r.timestamp = known.offset, known.timestamp
         found[r.key] = r
 
 
 def file_responses(path: Path, session_id: str | None = None, agent_id: str | None = None) -> list[Response]:
     """The responses of one file, each once, in the order of their first row."""
-    lines, _, end_line, tail = assistant_lines(path)
+    lines, end, tail = assistant_lines(path)
     if ASSISTANT_MARKER in tail:
-        lines.append((end_line, tail))
+        lines.append((end, tail))
     return responses_of_lines(lines, path, session_id, agent_id)
 
 
@@ -294,7 +302,7 @@ def folder_responses(
     for _, _, responses in sorted(per_session, key=lambda s: (s[0], s[1])):
         for r in responses:
             found.setdefault(r.key, r)
-    return sorted(found.values(), key=lambda r: (r.timestamp, str(r.path), r.line))
+    return sorted(found.values(), key=lambda r: (r.timestamp, str(r.path), r.offset))
 
 
 def _first_timestamp(path: Path) -> str:

@@ -1,9 +1,9 @@
 """Responses of each file kept between runs, so usage reads only what was appended since last time.
 
-Like the message counts (`storage/countcache.py`): each file's entry holds its inode, the byte offset and
-line read to (always the end of a whole line) and its responses so far. A file that grew on the same
+Like the message counts (`storage/countcache.py`): each file's entry holds its inode, the byte offset read
+to (always the end of a whole line) and its responses so far. A file that grew on the same
 inode is read from there; one that shrank or was replaced is read again; an unfinished last line is
-read every time and never stored. The cache is `usage-<prices date>-v1.json` beside the counts, so a new
+read every time and never stored. The cache is `usage-<prices date>-v2.json` beside the counts, so a new
 price table starts afresh; `SESSION_LSP_NO_CACHE=1` turns it off. A missing or damaged cache is rebuilt.
 """
 
@@ -25,7 +25,7 @@ _FIELDS = (
     "message_id",
     "model",
     "timestamp",
-    "line",
+    "offset",
     "input_tokens",
     "output_tokens",
     "cache_creation_tokens",
@@ -37,7 +37,7 @@ _FIELDS = (
 
 def usage_cache_file() -> Path | None:
     counts = cache_file()
-    return None if counts is None else counts.with_name(f"usage-{PRICES_DATE}-v1.json")
+    return None if counts is None else counts.with_name(f"usage-{PRICES_DATE}-v2.json")
 
 
 def _packed(r: Response) -> list[Any]:
@@ -46,10 +46,10 @@ def _packed(r: Response) -> list[Any]:
 
 def _unpacked(values: list[Any], path: Path, parent: Path, session_id: str, agent_id: str | None) -> Response:
     """A stored response; a damaged one raises ValueError or TypeError (the file is then read again)."""
-    mid, model, ts, line, inp, out, writes, reads, one_hour, cost = values
-    if not all(type(n) is int for n in (line, inp, out, writes, reads, one_hour)):
+    mid, model, ts, offset, inp, out, writes, reads, one_hour, cost = values
+    if not all(type(n) is int for n in (offset, inp, out, writes, reads, one_hour)):
         raise ValueError("damaged cache entry")
-    return Response(mid, model, ts, session_id, parent, path, line, inp, out, writes, reads, one_hour, cost, agent_id)
+    return Response(mid, model, ts, session_id, parent, path, offset, inp, out, writes, reads, one_hour, cost, agent_id)
 
 
 class UsageCache:
@@ -68,27 +68,27 @@ class UsageCache:
     def _stored(self, path: Path, st: os.stat_result, session_id: str | None, agent_id: str | None) -> tuple:
         entry = self.entries.get(str(path))
         try:
-            ino, offset, line, packed = entry  # type: ignore[misc]
+            ino, offset, packed = entry  # type: ignore[misc]
             if ino != st.st_ino or not (isinstance(offset, int) and 0 <= offset <= st.st_size):
                 raise ValueError
             parent, sid = path.parent, session_id or path.stem
-            return offset, line, [_unpacked(p, path, parent, sid, agent_id) for p in packed]
+            return offset, [_unpacked(p, path, parent, sid, agent_id) for p in packed]
         except (TypeError, ValueError):
-            return 0, 0, []
+            return 0, []
 
     def file_responses(self, path: Path, session_id: str | None = None, agent_id: str | None = None) -> list[Response]:
         """Like `storage.usage.file_responses`, reading only bytes not read before."""
         st = path.stat()
-        offset, line, known = self._stored(path, st, session_id, agent_id)
+        offset, known = self._stored(path, st, session_id, agent_id)
         found = {r.key: r for r in known}
-        new_lines, end, end_line, tail = assistant_lines(path, offset, line)
+        new_lines, end, tail = assistant_lines(path, offset)
         for r in responses_of_lines(new_lines, path, session_id, agent_id):
             merge_response(found, r)
         if end != offset or str(path) not in self.entries:
-            self.entries[str(path)] = [st.st_ino, end, end_line, [_packed(r) for r in found.values()]]
+            self.entries[str(path)] = [st.st_ino, end, [_packed(r) for r in found.values()]]
             self.dirty = True
         if ASSISTANT_MARKER in tail:
-            for r in responses_of_lines([(end_line, tail)], path, session_id, agent_id):
+            for r in responses_of_lines([(end, tail)], path, session_id, agent_id):
                 merge_response(found, r)
         return list(found.values())
 

@@ -41,7 +41,7 @@ def test_appends_are_read_from_where_the_last_run_stopped(tmp_path: Path) -> Non
     assert usage_cache_file() is not None and not usage_cache_file().exists()  # type: ignore[union-attr]
     assert _figures(path) == (600, 120, 6)
     entry = orjson.loads(usage_cache_file().read_bytes())[str(path)]  # type: ignore[union-attr]
-    assert entry[0] == path.stat().st_ino and entry[1] == path.stat().st_size and len(entry[3]) == 6
+    assert entry[0] == path.stat().st_ino and entry[1] == path.stat().st_size and len(entry[2]) == 6
 
     # Proof that old bytes are not read again: an in-place edit of an old row (same size) is not seen.
     data = path.read_bytes()

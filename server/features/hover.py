@@ -36,7 +36,7 @@ def _pair_line(view: TreeView, row: Row) -> list[str]:
 
 def _response_usage(path: Path, view: TreeView, row: Row, entry: dict[str, Any]) -> list[str]:
     """Tokens and cost of the API response an assistant row belongs to, counted once for all its rows."""
-    r = response_from_entry(entry, path, row.line)
+    r = response_from_entry(entry, path, row.offset)
     if r is None:
         return []
     cache = f"cache write {r.cache_creation_tokens:,}"
