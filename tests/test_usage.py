@@ -169,6 +169,15 @@ def test_usage_text_and_bad_input(tmp_path: Path) -> None:
     text = run_cli("usage", "--by", "model", "--projects-dir", str(CORPUS / "projects"))
     assert text.returncode == 0
     assert "claude-opus-5-5" in text.stdout and "$0.0144" in text.stdout and "TOTAL" in text.stdout
+    shop = json.loads(
+        run_cli("usage", "--json", "--cwd", "/Users/me/shop", "--projects-dir", str(CORPUS / "projects")).stdout
+    )
+    assert {g["key"] for g in shop["groups"]} == {
+        "11111111-1111-4111-8111-111111111111",
+        "22222222-2222-4222-8222-222222222222",
+        "d864acd2-d28b-43ce-b430-2208a10860fe",
+    }
+    assert shop["total"]["inputTokens"] == 1600
     missing = run_cli("usage", "--projects-dir", str(tmp_path / "nope"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
     bad = run_cli("usage", "--by", "week", "--projects-dir", str(CORPUS / "projects"))

@@ -6,6 +6,9 @@ with models ccusage knows. Where the figures differ, the test names the differen
   `requestId`. The CLI 2.1.328 run of the shared corpus wrote `requestRef` instead, so ccusage counts the
   responses a fork copy carries over from its source again, in the copy's session. We count them once,
   for the session that made them (the API billed them once).
+- Its `daily` report counts every row of a response (one per content block) when the rows carry no
+  `requestId` (the bench folder's rows, like the shared corpus's, have only `requestRef`); its `session`
+  report does not. We count a response once in every grouping.
 - `claude-opus-5-5`: ccusage's offline price table has no price for it (cost 0, `missingPricing`); ours
   has the CLI 2.1.328 catalog's, which reproduces the CLI's own `cost-state` tally (tests/test_usage.py).
 """
@@ -51,9 +54,9 @@ def ccusage() -> Path:
     pytest.skip(reason)
 
 
-def run_ccusage(binary: Path, config_dir: Path) -> dict[str, Any]:
+def run_ccusage(binary: Path, config_dir: Path, report: str = "session") -> dict[str, Any]:
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(config_dir), "NO_COLOR": "1"}
-    args = ["claude", "session", "--json", "--offline", "--breakdown", "--mode", "calculate", "-z", "UTC"]
+    args = ["claude", report, "--json", "--offline", "--breakdown", "--mode", "calculate", "-z", "UTC"]
     done = subprocess.run([str(binary), *args], capture_output=True, text=True, env=env, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -123,6 +126,32 @@ def carried_without_request_id(projects: Path) -> dict[str, tuple[int, ...]]:
     return out
 
 
+def repeated_rows_by_day(projects: Path) -> dict[str, tuple[int, ...]]:
+    """Per UTC day: tokens of the assistant rows without `requestId` that repeat a response already seen
+    (the second and later rows of one response)."""
+    seen: set[str] = set()
+    out: dict[str, list[int]] = {}
+    for path in sorted(projects.rglob("*.jsonl")):
+        for line in path.read_bytes().splitlines():
+            row = orjson.loads(line) if line.strip() else {}
+            msg = row.get("message") if isinstance(row, dict) else None
+            if row.get("type") != "assistant" or not isinstance(msg, dict) or msg.get("model") == "<synthetic>":
+                continue
+            if msg["id"] in seen and "requestId" not in row:
+                u = msg["usage"]
+                figures = (
+                    u["input_tokens"],
+                    u["output_tokens"],
+                    u.get("cache_creation_input_tokens", 0),
+                    u.get("cache_read_input_tokens", 0),
+                )
+                day = out.setdefault(row["timestamp"][:10], [0, 0, 0, 0])
+                for i, n in enumerate(figures):
+                    day[i] += n
+            seen.add(msg["id"])
+    return {day: tuple(t) for day, t in out.items()}
+
+
 def test_shared_corpus_agrees_but_for_fork_copies_without_request_id(ccusage: Path) -> None:
     theirs = run_ccusage(ccusage, CORPUS)
     ours = run_ours(CORPUS / "projects")
@@ -132,6 +161,12 @@ def test_shared_corpus_agrees_but_for_fork_copies_without_request_id(ccusage: Pa
     assert diff == expected
     total_delta = tuple(a - b for a, b in zip(tokens(theirs["totals"]), tokens(ours["total"]), strict=True))
     assert total_delta == (500, 100, 0, 0)
+    daily = run_ccusage(ccusage, CORPUS, "daily")["daily"]
+    [ours_day] = run_ours(CORPUS / "projects", "day")["groups"]
+    extra = repeated_rows_by_day(CORPUS / "projects")
+    assert extra == {"2026-11-29": (900, 180, 0, 0)}  # 27 rows, 18 responses
+    assert [(d["date"], *tokens(d)) for d in daily] == [("2026-11-29", 2700, 540, 0, 0)]
+    assert tokens(ours_day) == (1800, 360, 0, 0)
     # Cost: ccusage has no price for the corpus's model; ours is the CLI catalog's ($4 in, $20 out).
     assert theirs["totals"]["totalCost"] == 0 and theirs["totals"]["unpricedModels"] == ["claude-opus-5-5"]
     assert ours["total"]["costUSD"] == pytest.approx((1800 * 4 + 360 * 20) / 1e6)
@@ -159,6 +194,15 @@ def test_generated_bench_folder_agrees(ccusage: Path, tmp_path: Path) -> None:
     assert len(theirs["sessions"]) >= 5
     assert differences(theirs, ours) == {}
     assert tokens(theirs["totals"]) == tokens(ours["total"]) and ours["total"]["responses"] > 100
+    # By day, ccusage counts every row of a response whose rows carry no requestId (these rows have
+    # only requestRef): it agrees with ours plus those extra rows, day by day.
+    daily = {d["date"]: tokens(d) for d in run_ccusage(ccusage, tmp_path / "bench", "daily")["daily"]}
+    ours_daily = {g["key"]: tokens(g) for g in run_ours(projects, "day")["groups"]}
+    extra = repeated_rows_by_day(projects)
+    assert len(daily) >= 2 and sum(extra.get(day, (0,))[0] for day in daily) > 0
+    assert daily == {
+        day: tuple(a + b for a, b in zip(t, extra.get(day, (0, 0, 0, 0)), strict=True)) for day, t in ours_daily.items()
+    }
 
 
 def _price_with_known_models(src: Path, dest: Path) -> None:
