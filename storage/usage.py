@@ -14,6 +14,7 @@ link fields and `message.usage` are kept.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,11 +24,12 @@ import orjson
 
 from storage.paths import iter_project_dirs, iter_session_files, legacy_agent_files, subagent_files
 from storage.prices import one_hour_writes, response_cost
-from storage.sessions import FIRST_TS_RE, SESSION_ID_RE
 
 ASSISTANT_MARKER = b'"assistant"'
 SYNTHETIC_MODEL = "<synthetic>"
 CHUNK = 8 * 1024 * 1024
+FIRST_TS_RE = re.compile(rb'"timestamp"\s*:\s*"([0-9T:.Z+-]{10,40})"')
+SESSION_ID_RE = re.compile(rb'"sessionId"\s*:\s*"([0-9a-fA-F-]{36})"')
 GROUPINGS = ("session", "project", "model", "day")
 
 
@@ -221,12 +223,13 @@ def file_responses(path: Path, session_id: str | None = None, agent_id: str | No
 
 
 def session_files(path: Path, extra: Iterable[Path] = ()) -> list[tuple[Path, str | None]]:
-    """A session file with its subagent files (and `extra` ones, e.g. legacy agent files): (path, agent id)."""
+    """A session file with its subagent files (and `extra` ones, e.g. legacy agent files): (path, agent id).
+    Only regular files: a FIFO or device named like a transcript is never opened."""
     files: list[tuple[Path, str | None]] = [(path, None)]
-    files += [(s.path, s.agent_id) for s in subagent_files(path)]
+    files += [(s.path, s.agent_id) for s in subagent_files(path) if s.path.is_file()]
     seen = {p for p, _ in files}
     for p in extra:
-        if p not in seen:
+        if p not in seen and p.is_file():
             files.append((p, p.stem.removeprefix("agent-")))
             seen.add(p)
     return files

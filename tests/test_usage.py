@@ -4,6 +4,7 @@ the price table against the CLI's own cost tally, and the `list --json` / `usage
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -216,3 +217,16 @@ def test_legacy_flat_agent_file_counts_for_its_session(tmp_path: Path) -> None:
     groups = {k: u.input_tokens for k, u in grouped(folder_responses(dest), "session").items()}
     # the copied agent rows keep their message ids: still billed once, to the session that made them first
     assert groups[sid.decode()] == 200 and total(folder_responses(dest)).input_tokens == 1800
+
+
+def test_a_fifo_named_like_a_subagent_file_is_never_opened(tmp_path: Path) -> None:
+    dest = tmp_path / "projects"
+    shutil.copytree(CORPUS / "projects", dest)
+    subagents = dest / "-Users-me-shop" / "22222222-2222-4222-8222-222222222222" / "subagents"
+    os.mkfifo(subagents / "agent-fifo0000000000.jsonl")
+    listed = run_cli("list", "--json", "--projects-dir", str(dest))  # would block forever on open()
+    assert listed.returncode == 0, listed.stderr
+    by_id = {s["sessionId"]: s["usage"] for s in json.loads(listed.stdout)}
+    assert by_id["22222222-2222-4222-8222-222222222222"]["inputTokens"] == 700
+    report = run_cli("usage", "--json", "--projects-dir", str(dest))
+    assert json.loads(report.stdout)["total"]["inputTokens"] == 1800
