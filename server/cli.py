@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("server.commands.serve", "run the language server"),
     "turn": ("server.commands.turn", "run one turn (prompt -> reply, with tools), recorded for `claude --resume`"),
     "pull": ("server.commands.store", "materialise a store session into the projects folder (resume locally)"),
+    "usage": ("server.commands.usage", "tokens and cost by session, project, model or day"),
 }
 """Subcommand -> (the module whose `register(sub)` defines it, its line in `session-lsp --help`)."""
 

@@ -84,7 +84,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         return cmd_list_store(args)
     sessions = _sessions(args)
     if args.json:
-        print_json([s.to_json() for s in sessions])
+        from storage.usage import sessions_usage_json
+
+        usage = sessions_usage_json(sessions)
+        print_json([{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)])
         return 0
     print_sessions(sessions)
     return 0

@@ -6,8 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from server.features.tree import TreeView
+from storage.prices import PRICES_DATE
 from storage.reader import read_entry
 from storage.rows import Row
+from storage.usage import response_from_entry
 
 
 def _tool_names(entry: dict[str, Any]) -> list[str]:
@@ -29,6 +31,26 @@ def _pair_line(view: TreeView, row: Row) -> list[str]:
         calls = [r for r in t.nodes.values() if tid in r.tool_use_ids]
         where = f"call on line {calls[0].line + 1}" if calls else "its call is not in this file"
         out.append(f"result of `{tid}`: {where}")
+    return out
+
+
+def _response_usage(path: Path, view: TreeView, row: Row, entry: dict[str, Any]) -> list[str]:
+    """Tokens and cost of the API response an assistant row belongs to, counted once for all its rows."""
+    r = response_from_entry(entry, path, row.offset)
+    if r is None:
+        return []
+    cache = f"cache write {r.cache_creation_tokens:,}"
+    if r.cache_1h_tokens:
+        cache += f" (1h {r.cache_1h_tokens:,})"
+    cost = f"${r.cost_usd:.6f}" if r.cost_usd is not None else f"cost unknown (no price for `{r.model}`)"
+    out = [
+        f"response: input {r.input_tokens:,}, output {r.output_tokens:,}, {cache}, "
+        f"cache read {r.cache_read_tokens:,} · {cost} (prices of {PRICES_DATE})"
+    ]
+    if row.message_id:
+        shared = sum(1 for other in view.transcript.rows if other.message_id == row.message_id)
+        if shared > 1:
+            out.append(f"one API response stored as {shared} rows: counted once")
     return out
 
 
@@ -70,6 +92,7 @@ def hover_markdown(path: Path, view: TreeView, row: Row) -> str:
             lines.append("usage: " + ", ".join(parts))
         if row.message_id:
             lines.append(f"message id `{row.message_id}`")
+        lines.extend(_response_usage(path, view, row, entry))
     names = _tool_names(entry)
     if names:
         lines.append("tools: " + ", ".join(f"`{n}`" for n in names))

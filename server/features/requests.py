@@ -18,6 +18,7 @@ from storage.paths import candidate_project_dirs, resolve_cwd
 from storage.resume import resume
 from storage.sessions import SessionInfo, list_sessions
 from storage.transcript import Transcript
+from storage.usage import sessions_usage_json
 
 
 class InvalidRequest(InvalidArgument):
@@ -94,7 +95,8 @@ class SessionRequests:
         dirs = candidate_project_dirs(root, resolve_cwd(cwd)) if cwd else None
         sessions = list_sessions_indexed(root, dirs)
         self._link_forks(sessions)
-        return {"sessions": [s.to_json() for s in sessions]}
+        usage = sessions_usage_json(sessions)
+        return {"sessions": [{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)]}
 
     def tree(self, params: dict[str, Any]) -> dict[str, Any]:
         path = self.session_path(params)
