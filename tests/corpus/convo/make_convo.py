@@ -49,8 +49,11 @@ def plan_reply(messages: list[Any]) -> tuple[str, list[dict[str, Any]]]:
         if word == "WRITE":
             return "normal", [sa._tool("Write", {"file_path": rest, "content": "hello\nworld\n"})]
         if word == "THINK":
-            thinking = {"type": "thinking", "thinking": f"The user asks about {rest}; answer briefly.",
-                        "signature": "c2NyaXB0ZWQ="}
+            thinking = {
+                "type": "thinking",
+                "thinking": f"The user asks about {rest}; answer briefly.",
+                "signature": "c2NyaXB0ZWQ=",
+            }
             return "normal", [thinking, sa._text(f"Thought about {rest}.")]
     return _plan(messages)
 
@@ -66,11 +69,16 @@ def stream_events(message: dict[str, Any], slow: bool):  # type: ignore[no-untyp
     head, tail = events[:2], events[2:]
     yield from head
     for index, block in enumerate(thinking):
-        start = {"type": "content_block_start", "index": index,
-                 "content_block": {"type": "thinking", "thinking": "", "signature": ""}}
+        start = {
+            "type": "content_block_start",
+            "index": index,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+        }
         yield sa._sse("content_block_start", start), 0.0
-        for delta in ({"type": "thinking_delta", "thinking": block["thinking"]},
-                      {"type": "signature_delta", "signature": block["signature"]}):
+        for delta in (
+            {"type": "thinking_delta", "thinking": block["thinking"]},
+            {"type": "signature_delta", "signature": block["signature"]},
+        ):
             yield sa._sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}), 0.0
         yield sa._sse("content_block_stop", {"type": "content_block_stop", "index": index}), 0.0
     shift = len(thinking)
@@ -85,6 +93,7 @@ def stream_events(message: dict[str, Any], slow: bool):  # type: ignore[no-untyp
 
 def png_1x1() -> str:
     """A 2x2 red PNG, base64."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return len(data).to_bytes(4, "big") + kind + data + zlib.crc32(kind + data).to_bytes(4, "big")
 
@@ -107,18 +116,37 @@ def claude(args: list[str], base_url: str) -> None:
 
 def image_turn(base_url: str) -> None:
     """A prompt with an image, sent through `--input-format stream-json`."""
-    prompt = {"type": "user", "message": {"role": "user", "content": [
-        {"type": "text", "text": "What colour is this square?"},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png_1x1()}},
-    ]}}
+    prompt = {
+        "type": "user",
+        "message": {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What colour is this square?"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png_1x1()}},
+            ],
+        },
+    }
     binary = find_claude()
     assert binary is not None, "REAL CLI NOT AVAILABLE"
-    cmd = [str(binary), "-p", "--resume", SESSION, "--input-format", "stream-json", "--output-format",
-           "stream-json", "--verbose", "--allowedTools", ",".join(TOOLS)]
-    env = claude_env(config_dir=CONFIG, base_url=base_url, home=ROOT / "home",
-                     extra={"CLAUDE_CODE_TMPDIR": str(ROOT / "tmp")})
-    r = subprocess.run(cmd, cwd=WORK, env=env, input=json.dumps(prompt) + "\n", capture_output=True, text=True,
-                       timeout=120)
+    cmd = [
+        str(binary),
+        "-p",
+        "--resume",
+        SESSION,
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--allowedTools",
+        ",".join(TOOLS),
+    ]
+    env = claude_env(
+        config_dir=CONFIG, base_url=base_url, home=ROOT / "home", extra={"CLAUDE_CODE_TMPDIR": str(ROOT / "tmp")}
+    )
+    r = subprocess.run(
+        cmd, cwd=WORK, env=env, input=json.dumps(prompt) + "\n", capture_output=True, text=True, timeout=120
+    )
     print("$ claude -p --resume (image prompt) ->", r.returncode)
     if r.returncode != 0:
         raise SystemExit(r.stderr)
