@@ -23,8 +23,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-import server.agent.scripted_api as sa  # noqa: E402
 from realcli import claude_env, find_claude, run_claude  # noqa: E402
+
+import server.agent.scripted_api as sa  # noqa: E402
 
 SESSION = "c0c0c0c0-0000-4000-8000-000000000001"
 ROOT = Path("/tmp/slsp-convo")
