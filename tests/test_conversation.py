@@ -133,6 +133,7 @@ async def test_branch_point_and_switching(client: LanguageClient, projects: Path
     assert branch["uuid"] == point
     assert [b["firstUuid"] for b in branch["branches"]] == [k["uuid"] for k in kids]
     assert [b["current"] for b in branch["branches"]] == [False, True]
+    assert [b["preview"] for b in branch["branches"]] == [blocks(k)[0]["text"] for k in kids]
     other = branch["branches"][0]
 
     switched = await conversation(client, sessionId=CONVO, leafUuid=other["leafUuid"])

@@ -419,7 +419,7 @@ class ItemMaker:
             return None
         next_uuid = self.src.rows[pos + 1].uuid if pos + 1 < len(self.src.rows) else None
         branches = []
-        for kid in kids:
+        for kid, entry in zip(kids, read_entries(self.src.transcript.path, kids)):
             leaf = branch_leaf(self.src, kid)
             branches.append(
                 {
@@ -428,12 +428,24 @@ class ItemMaker:
                     "leafUuid": leaf.uuid,
                     "leafLine": leaf.line,
                     "time": kid.timestamp,
+                    "preview": preview(entry),
                     "current": kid.uuid == next_uuid,
                 }
             )
         item = self.base(row, "branch", n, pos)
         item.update(id=f"{row.uuid}:branch", branches=branches)
         return item
+
+
+def preview(entry: dict[str, Any], size: int = 80) -> str:
+    """The first words a row shows: its first text that is not a reminder."""
+    message = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+    for block in _blocks(message.get("content")):
+        text = str(block.get("text", "")) if block.get("type") == "text" else ""
+        if text.strip() and not is_reminder(text):
+            line = " ".join(text.split())
+            return line if len(line) <= size else line[: size - 1] + "\u2026"
+    return ""
 
 
 def branch_leaf(src: Source, start: Row) -> Row:
