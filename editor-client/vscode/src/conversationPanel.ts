@@ -117,7 +117,7 @@ export class ConversationPanel implements vscode.Disposable {
       api: this.showHidden && res.messages ? renderApiForm(res.messages) : '',
       hasMore: this.hasMore,
       showHidden: this.showHidden,
-      status: `${shown} messages shown, ${this.items.length - shown} hidden · leaf ${res.leafUuid ?? '?'}`,
+      status: `${shown} items shown, ${this.items.length - shown} hidden · leaf ${res.leafUuid ?? '?'}`,
     });
   }
 
