@@ -237,3 +237,41 @@ def test_every_call_on_every_chain_is_paired(corpus: str) -> None:
         unanswered = [t["toolUseId"] for t in tools if t["result"] is None]
         assert unanswered == [c for c in calls if c not in results], path
         assert all(i["hidden"] for i in out["items"] if i["kind"] in ("attachment", "reminder", "effort"))
+
+
+def _per_stretch(path: Path) -> list[str]:
+    """The history before the resumed chain the slow way: build_chain from each compaction's
+    logical parent, one stretch at a time (each with its own recovery pass)."""
+    from storage.chain import build_chain
+    from storage.transcript import Transcript
+
+    t = Transcript.load(path)
+    chain = build_chain(t)
+    out: list[list[str]] = []
+    met: set[str] = set()
+    while chain.boundary is not None and chain.boundary.logical_parent in t.nodes:
+        met.add(chain.boundary.uuid or "")
+        chain = build_chain(t, chain.boundary.logical_parent)
+        if chain.boundary is not None and chain.boundary.uuid in met:
+            break
+        out.append([r.uuid for r in chain.rows])
+    return [u for stretch in reversed(out) for u in stretch]
+
+
+def test_history_before_compactions_matches_stretch_by_stretch(tmp_path: Path) -> None:
+    """One recovery pass over all earlier stretches finds the rows one pass per stretch finds: on
+    the real corpora and on a generated folder with many compactions and parallel calls."""
+    from bench.make_projects import make_projects
+    from server.features.conversation import earlier_rows
+    from storage.chain import build_chain
+    from storage.transcript import Transcript
+
+    files = sorted(CORPORA.glob("*/projects/*/*.jsonl")) + sorted(make_projects(tmp_path, 4, 7).glob("*/*.jsonl"))
+    compacted = 0
+    for path in files:
+        t = Transcript.load(path)
+        got = [r.uuid for r in earlier_rows(t, build_chain(t))]
+        want = _per_stretch(path)
+        assert got == want, path
+        compacted += bool(want)
+    assert compacted >= 5

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from server.features.tree import is_continuation
+from storage.apiform import api_messages
 from storage.attachments import REMINDER_OPEN
-from storage.chain import Chain, build_chain
+from storage.chain import Chain, build_chain, recover_parallel, relink_preserved, walk
 from storage.errors import InvalidArgument, NotATranscript
 from storage.paths import subagent_files
 from storage.reader import read_entries
-from storage.resume import resume
 from storage.rows import Row
 from storage.transcript import Transcript
 
@@ -42,14 +42,6 @@ AGENT_TOOLS = frozenset({"Agent", "Task"})
 
 class ConversationError(InvalidArgument):
     """A `leafUuid` or `before` that names nothing in the session."""
-
-
-@dataclass
-class Segment:
-    """One stretch of the history between compactions; the last one is what resume rebuilds."""
-
-    chain: Chain
-    index: int
 
 
 @dataclass
@@ -73,24 +65,30 @@ class Source:
     """Position of the resumed chain's first user row: the effort carrier follows it."""
 
 
-def segments(t: Transcript, chain: Chain) -> list[Segment]:
-    """The resumed chain and, before it, the chains each compaction continued (oldest first)."""
-    out = [chain]
-    seen = {id(chain.leaf)}
+def earlier_rows(t: Transcript, chain: Chain) -> list[Row]:
+    """The rows before the resumed chain: for each compaction, back from the boundary's
+    `logicalParentUuid`, the chain that compaction continued (oldest first), until a walk comes
+    back to a boundary already met. Each stretch is walked
+    as resume walks it (preserved segment relinked); the orphaned parallel rows of all of them are
+    put back in one pass, which finds the same rows as one pass per stretch."""
+    stretches: list[list[Row]] = []
+    met: set[str] = set()
     cur = chain
     while cur.boundary is not None and cur.boundary.logical_parent in t.nodes:
-        leaf = t.nodes[cur.boundary.logical_parent]
-        if id(leaf) in seen:
-            break
-        seen.add(id(leaf))
-        cur = build_chain(t, leaf.uuid)
-        out.append(cur)
-    out.reverse()
-    return [Segment(c, i) for i, c in enumerate(out)]
+        met.add(cur.boundary.uuid or "")
+        prev = walk(t, t.nodes[cur.boundary.logical_parent])
+        if prev.boundary is not None and prev.boundary.uuid in met:
+            break  # a fork copy made after a compaction: the walk comes back to a boundary met
+        relink_preserved(t, prev)
+        stretches.append(prev.rows)
+        cur = prev
+    combined = Chain(leaf=None, rows=[r for rows in reversed(stretches) for r in rows])
+    recover_parallel(t, combined)
+    return combined.rows
 
 
-def load_source(path: Path, leaf_uuid: str | None) -> Source:
-    t = Transcript.load(path)
+def load_source(path: Path, leaf_uuid: str | None, transcript: Transcript | None = None) -> Source:
+    t = transcript if transcript is not None else Transcript.load(path)
     if not any(r.is_chain_row for r in t.rows):
         raise NotATranscript(f"{path}: no conversation rows (not a Claude Code transcript?)")
     if leaf_uuid is not None and leaf_uuid not in t.nodes:
@@ -98,16 +96,22 @@ def load_source(path: Path, leaf_uuid: str | None) -> Source:
     chain = build_chain(t, leaf_uuid)
     rows: list[Row] = []
     segment_of: dict[int, int] = {}
-    resumed_start = 0
     placed: set[str] = set()
-    for seg in segments(t, chain):
-        if seg.chain is chain:
-            resumed_start = len(rows)
-        for row in seg.chain.rows:
-            if row.uuid in placed:
-                continue
+    segment = 0
+    for row in earlier_rows(t, chain):
+        if row.is_compact_boundary and rows:
+            segment += 1
+        if row.uuid not in placed:
             placed.add(row.uuid or "")
-            segment_of[len(rows)] = seg.index
+            segment_of[len(rows)] = segment
+            rows.append(row)
+    if rows:
+        segment += 1
+    resumed_start = len(rows)
+    for row in chain.rows:
+        if row.uuid not in placed:
+            placed.add(row.uuid or "")
+            segment_of[len(rows)] = segment
             rows.append(row)
     src = Source(t, chain, rows, segment_of, resumed_start, children=t.children())
     src.first_user = next((i for i in range(resumed_start, len(rows)) if rows[i].type == "user"), None)
@@ -526,11 +530,13 @@ def conversation(
     limit: int = DEFAULT_LIMIT,
     before: str | None = None,
     api_form: bool = False,
+    transcript: Transcript | None = None,
 ) -> dict[str, Any]:
-    """The display items of the session at `path` (see the module docstring)."""
+    """The display items of the session at `path` (see the module docstring); `transcript`, when
+    given, is that file already loaded (the server's live index), so it is not read again."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ConversationError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
-    src = load_source(path, leaf_uuid)
+    src = load_source(path, leaf_uuid, transcript)
     items, more = page(src, limit, before)
     out: dict[str, Any] = {
         "sessionId": src.transcript.session_id or path.stem,
@@ -541,5 +547,5 @@ def conversation(
         "subagents": [{"agentId": a, "path": p} for a, p in src.subagents.items()],
     }
     if api_form:
-        out["messages"] = resume(path, leaf_uuid, effort_statement=True).messages
+        out["messages"] = api_messages(path, src.chain, effort_statement=True)
     return out

@@ -125,8 +125,10 @@ class SessionRequests:
         limit = params.get("limit", DEFAULT_LIMIT)
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise InvalidRequest("parameter 'limit' must be a whole number")
+        path = self.session_path(params)
         return conversation(
-            self.session_path(params),
+            path,
+            transcript=self._transcript_of(path),
             leaf_uuid=str_param(params, "leafUuid", required=False),
             limit=limit,
             before=str_param(params, "before", required=False),
