@@ -309,11 +309,10 @@ def test_conversation_buffer_folds_hidden_items_and_jumps(nvim_run: dict[str, An
         "+TWO",
         "+three",
     ]
-    # H shows every attachment row of the chain and the effort carrier, a second H hides them
+    # H shows every attachment row of the chain, a second H hides them
     attachments = [r for r in rows if r and r.get("type") == "attachment"]
     hidden = [line for line in rec["lines_hidden"] if line.startswith("> [hidden] ")]
     assert len([h for h in hidden if "attachment · " in h]) == len(attachments) == 10
-    assert len([h for h in hidden if "effort carrier" in h]) == 1
     assert rec["lines_after_second_h"] == len(lines)
     # <CR> on a prompt opens the transcript at that prompt's row
     want = next(i for i, r in enumerate(rows) if r and (r.get("message") or {}).get("content") == CONVO_PROMPT)

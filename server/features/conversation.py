@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from server.features.tree import is_continuation
-from storage.apiform import api_messages
-from storage.attachments import REMINDER_OPEN
+from storage.apiform import api_messages, session_model, supports_system_messages
+from storage.attachments import REMINDER_OPEN, reminder_body
 from storage.chain import Chain, build_chain, recover_parallel, relink_preserved, walk
 from storage.errors import InvalidArgument, NotATranscript
 from storage.paths import subagent_files
@@ -87,6 +87,31 @@ def earlier_rows(t: Transcript, chain: Chain) -> list[Row]:
     return combined.rows
 
 
+def carries_effort(t: Transcript, chain: Chain) -> bool:
+    """Whether the API form resume sends has the empty system message that carries the effort:
+    only for models that take system messages in the conversation (the model of the chain's last
+    reply, as `storage.apiform` decides), and only when no system message follows the first user
+    message already (system-role attachments before the first reply make one, which carries it)."""
+    replies = [r for r in chain.rows if r.type == "assistant"]
+    model = None
+    for row, entry in zip(reversed(replies), reversed(read_entries(t.path, replies[-8:]))):
+        model = session_model([row], [entry])
+        if model is not None:
+            break
+    if not supports_system_messages(model):
+        return False
+    first_reply = next((i for i, r in enumerate(chain.rows) if r.type == "assistant"), len(chain.rows))
+    attachments = [r for r in chain.rows[:first_reply] if r.type == "attachment"]
+    for entry in read_entries(t.path, attachments):
+        if entry.get("renderedRole") != "system":
+            continue
+        for part in entry.get("rendered") or []:
+            content = part.get("content") if isinstance(part, dict) else part
+            if any(b.get("type") == "text" and reminder_body(str(b.get("text", ""))).strip() for b in _blocks(content)):
+                return False
+    return True
+
+
 def load_source(path: Path, leaf_uuid: str | None, transcript: Transcript | None = None) -> Source:
     t = transcript if transcript is not None else Transcript.load(path)
     if not any(r.is_chain_row for r in t.rows):
@@ -114,7 +139,8 @@ def load_source(path: Path, leaf_uuid: str | None, transcript: Transcript | None
             segment_of[len(rows)] = segment
             rows.append(row)
     src = Source(t, chain, rows, segment_of, resumed_start, children=t.children())
-    src.first_user = next((i for i in range(resumed_start, len(rows)) if rows[i].type == "user"), None)
+    if carries_effort(t, chain):
+        src.first_user = next((i for i in range(resumed_start, len(rows)) if rows[i].type == "user"), None)
     for row in rows:
         src.called.update(row.tool_use_ids)
         for tid in row.tool_result_ids:

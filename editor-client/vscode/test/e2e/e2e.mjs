@@ -456,7 +456,7 @@ async function main() {
     log(`hidden items shown: ${shown} (the file has ${onChain} attachment rows); ${api}`);
     if (!/What the model saw on resume: \d+ messages/.test(api)) throw new Error(`api form: ${api}`);
     await chat.locator('details.apiform > summary').click();
-    await chat.locator('.hidden-item', { hasText: 'effort carrier' }).first().scrollIntoViewIfNeeded();
+    await chat.locator('.hidden-item').first().scrollIntoViewIfNeeded();
     await page.waitForTimeout(300);
     await shot('11-conversation-hidden.png');
     await chat.locator('#hidden').uncheck();
