@@ -463,14 +463,6 @@ async function main() {
     await until('hidden items to go', async () => (await visibleCount('.hidden-item')) === 0);
   });
 
-  await check('a click on a message reveals its line in the transcript', async () => {
-    await chat.locator('.msg.user', { hasText: 'Another way, please.' }).locator('.head').click();
-    const line = convoRows().findIndex((r) => r.type === 'user' && r.message?.content === 'Another way, please.') + 1;
-    await until(`the cursor on line ${line}`, async () => new RegExp(`Ln ${line},`).test(await page.locator('.statusbar').innerText()), 20000);
-    if (!(await page.title()).includes(CONVO_SESSION)) throw new Error(`active editor: ${await page.title()}`);
-    await runCommand('View: Close Editor'); // the transcript; the panel gets the whole width again
-  });
-
   await check('the panel follows the session live (sessions/didChange)', async () => {
     const rows = convoRows();
     const leaf = rows.filter((r) => r.type === 'assistant').pop();
@@ -501,6 +493,14 @@ async function main() {
     log(`switched to "${label}"; current: "${current}"`);
     await page.waitForTimeout(300);
     await shot('12-conversation-branch.png');
+  });
+
+  await check('a click on a message reveals its line in the transcript', async () => {
+    // on the branch now shown: the prompt with the image
+    await chat.locator('.msg.user', { hasText: 'What colour is this square?' }).locator('.head').click();
+    const line = convoRows().findIndex((r) => r.type === 'user' && JSON.stringify(r.message?.content ?? '').includes('What colour is this square?')) + 1;
+    await until(`the cursor on line ${line}`, async () => new RegExp(`Ln ${line},`).test(await page.locator('.statusbar').innerText()), 20000);
+    if (!(await page.title()).includes(CONVO_SESSION)) throw new Error(`active editor: ${await page.title()}`);
   });
 
   await check('a subagent call expands into the subagent conversation', async () => {
