@@ -113,7 +113,8 @@ def carries_effort(t: Transcript, chain: Chain) -> bool:
 
 
 def load_source(path: Path, leaf_uuid: str | None, transcript: Transcript | None = None) -> Source:
-    t = transcript if transcript is not None else Transcript.load(path)
+    # the index's transcript grows on the watcher's thread: work on a snapshot of its rows
+    t = Transcript.from_rows(path, list(transcript.rows)) if transcript is not None else Transcript.load(path)
     if not any(r.is_chain_row for r in t.rows):
         raise NotATranscript(f"{path}: no conversation rows (not a Claude Code transcript?)")
     if leaf_uuid is not None and leaf_uuid not in t.nodes:
