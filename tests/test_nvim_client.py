@@ -26,6 +26,9 @@ SHOP = "-Users-me-shop"
 S1 = "11111111-1111-4111-8111-111111111111"
 S2 = "22222222-2222-4222-8222-222222222222"
 DAMAGED = "44444444-4444-4444-8444-444444444444"
+CONVO = "c0c0c0c0-0000-4000-8000-000000000001"
+CONVO_CORPUS = REPO / "tests" / "corpus" / "convo" / "projects"
+CONVO_PROMPT = "Another way, please."
 GARBAGE_LINE = 20  # 0-based line of the garbage in the damaged copy
 TIMEOUT_MS = 60_000
 RUN_TIMEOUT_S = 600
@@ -62,6 +65,7 @@ def _rows(path: Path) -> list[dict[str, Any] | None]:
 def _make_projects(tmp: Path) -> Path:
     dest = tmp / "projects"
     shutil.copytree(CORPUS / "projects", dest)
+    shutil.copytree(CONVO_CORPUS, dest, dirs_exist_ok=True)
     for p in dest.rglob("*"):
         p.chmod(0o700 if p.is_dir() else 0o600)
     lines = (dest / SHOP / f"{S1}.jsonl").read_bytes().split(b"\n")
@@ -132,6 +136,7 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "resume_session": S2,
         "fork": {"path": str(s1)},
         "turn": {"path": str(s2), "prompt": "Say hello from Neovim."},
+        "conversation": {"path": str(next(projects.glob(f"*/{CONVO}.jsonl"))), "prompt": CONVO_PROMPT},
         "lsp_log_level": "WARN",
     }
     cfg_path = tmp / "config.json"
@@ -279,6 +284,48 @@ def test_turn_streams_the_reply(nvim_run: dict[str, Any]) -> None:
     assert result["text"], result
     assert any(result["text"].splitlines()[0] in line for line in rec["lines"]), rec["lines"]
     assert rec["progress_reports"] > 0, "no streamed progress"
+
+
+def test_conversation_buffer_folds_hidden_items_and_jumps(nvim_run: dict[str, Any]) -> None:
+    rec = _step(nvim_run, "conversation")
+    path = Path(nvim_run["config"]["conversation"]["path"])
+    rows = _rows(path)
+    assert rec["rendered"], nvim_run["diag"]
+    assert rec["name"].endswith(f"session-conversation://{CONVO}") and rec["modifiable"] is False
+    lines = rec["lines"]
+    tools = [line for line in lines if line.startswith("▸ ")]
+    assert tools == [
+        "▸ Read notes.txt ✓",
+        "▸ Edit /tmp/slsp-convo/work/notes.txt ✓",
+        "▸ Write /tmp/slsp-convo/work/hello.txt ✓",
+    ]
+    assert not any("[hidden]" in line for line in lines)
+    # one closed fold per tool call; the Edit call's fold holds its patch and opens with zo
+    assert rec["closed_folds"] == 3
+    assert rec["fold_closed_at_start"] == rec["edit_line"]
+    assert rec["fold_closed_after_zo"] == -1 and rec["fold_closed_after_zc"] == rec["edit_line"]
+    assert [x.strip() for x in rec["fold_text_lines"] if x.strip()[:1] in "+-" and x.strip()[1:2] != "-"] == [
+        "-two",
+        "+TWO",
+        "+three",
+    ]
+    # H shows every attachment row of the chain, a second H hides them
+    attachments = [r for r in rows if r and r.get("type") == "attachment"]
+    hidden = [line for line in rec["lines_hidden"] if line.startswith("> [hidden] ")]
+    assert len([h for h in hidden if "attachment · " in h]) == len(attachments) == 10
+    assert rec["lines_after_second_h"] == len(lines)
+    # <CR> on a prompt opens the transcript at that prompt's row
+    want = next(i for i, r in enumerate(rows) if r and (r.get("message") or {}).get("content") == CONVO_PROMPT)
+    assert rec["jumped_to"] == str(path) and rec["jumped_line"] == want
+    # <CR> on the other branch shows it: its thinking fold and its image
+    other_leaf = next(
+        r["uuid"]
+        for r in rows
+        if r and r.get("type") == "assistant" and "[Image" in json.dumps(r["message"]["content"])
+    )
+    assert rec["back_in"] and rec["branch_info"]["leafUuid"] == other_leaf
+    assert "▸ Thinking" in rec["branch_lines"] and "[image image/png]" in rec["branch_lines"]
+    assert CONVO_PROMPT not in rec["branch_lines"]
 
 
 STUB_SERVER = """

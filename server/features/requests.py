@@ -120,6 +120,22 @@ class SessionRequests:
         out = self.chain(params)
         return {k: out[k] for k in ("sessionId", "path", "leafUuid", "messages")}
 
+    def conversation(self, params: dict[str, Any]) -> dict[str, Any]:
+        from server.features.conversation import DEFAULT_LIMIT, conversation
+
+        limit = params.get("limit", DEFAULT_LIMIT)
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise InvalidRequest("parameter 'limit' must be a whole number")
+        path = self.session_path(params)
+        return conversation(
+            path,
+            transcript=self._transcript_of(path),
+            leaf_uuid=str_param(params, "leafUuid", required=False),
+            limit=limit,
+            before=str_param(params, "before", required=False),
+            api_form=bool_param(params, "apiForm"),
+        )
+
     def fork(self, params: dict[str, Any]) -> dict[str, Any]:
         from storage.fork import fork_session
 

@@ -536,6 +536,7 @@ SESSION_REQUESTS: dict[str, Callable[[SessionRequests, dict[str, Any]], dict[str
     "sessions/chain": SessionRequests.chain,
     "sessions/resume": SessionRequests.resume,
     "sessions/fork": SessionRequests.fork,
+    "sessions/conversation": SessionRequests.conversation,
 }
 """The plain `sessions/*` requests, each a method of `server.features.requests.SessionRequests`."""
 WRITING_REQUESTS = {"sessions/fork"}

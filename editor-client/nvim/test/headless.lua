@@ -317,6 +317,91 @@ function H.run()
     end)
   end
 
+  if cfg.conversation then
+    step('conversation', function(rec)
+      local c = cfg.conversation
+      local bufnr = edit(c.path)
+      wait_attached(bufnr, rec)
+      vim.cmd('SessionConversation')
+      local conv = vim.api.nvim_get_current_buf()
+      local function version()
+        return vim.b[conv].session_lsp_conversation_version or 0
+      end
+      rec.rendered = wait(cfg.timeout_ms, function()
+        return version() > 0
+      end)
+      rec.name = vim.api.nvim_buf_get_name(conv)
+      rec.modifiable = vim.bo[conv].modifiable
+      rec.info = vim.b[conv].session_lsp_conversation
+      rec.lines = vim.api.nvim_buf_get_lines(conv, 0, -1, false)
+      -- the Edit call: a closed fold that opens with zo and closes with zc
+      local edit_line
+      for i, l in ipairs(rec.lines) do
+        if l:match('^▸ Edit ') then
+          edit_line = i
+        end
+      end
+      rec.edit_line = edit_line or vim.NIL
+      vim.api.nvim_win_set_cursor(0, { edit_line, 0 })
+      rec.fold_closed_at_start = vim.fn.foldclosed(edit_line)
+      rec.fold_end = vim.fn.foldclosedend(edit_line)
+      rec.fold_text_lines = vim.api.nvim_buf_get_lines(conv, edit_line - 1, rec.fold_end, false)
+      vim.cmd('normal! zo')
+      rec.fold_closed_after_zo = vim.fn.foldclosed(edit_line)
+      vim.cmd('normal! zc')
+      rec.fold_closed_after_zc = vim.fn.foldclosed(edit_line)
+      rec.closed_folds = 0
+      for i = 1, #rec.lines do
+        if vim.fn.foldclosed(i) == i then
+          rec.closed_folds = rec.closed_folds + 1
+        end
+      end
+      -- H shows the hidden items
+      local before = version()
+      vim.api.nvim_feedkeys('H', 'x', false)
+      wait(cfg.timeout_ms, function()
+        return version() > before
+      end)
+      rec.lines_hidden = vim.api.nvim_buf_get_lines(conv, 0, -1, false)
+      before = version()
+      vim.api.nvim_feedkeys('H', 'x', false)
+      wait(cfg.timeout_ms, function()
+        return version() > before
+      end)
+      rec.lines_after_second_h = #vim.api.nvim_buf_get_lines(conv, 0, -1, false)
+      -- <CR> on a prompt jumps to its row in the transcript
+      local prompt_line
+      for i, l in ipairs(vim.api.nvim_buf_get_lines(conv, 0, -1, false)) do
+        if l == c.prompt then
+          prompt_line = i
+        end
+      end
+      rec.prompt_line = prompt_line or vim.NIL
+      vim.api.nvim_win_set_cursor(0, { prompt_line, 0 })
+      vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes('<CR>', true, false, true), 'x', false)
+      rec.jumped_to = buf_path(vim.api.nvim_get_current_buf())
+      rec.jumped_line = vim.fn.line('.') - 1
+      -- <CR> on the other branch switches to it
+      vim.cmd('wincmd p')
+      rec.back_in = vim.api.nvim_get_current_buf() == conv
+      local branch_line
+      for i, l in ipairs(vim.api.nvim_buf_get_lines(conv, 0, -1, false)) do
+        if l:match('^  %[%d+%] ') and not l:match('%(shown%)$') then
+          branch_line = i
+        end
+      end
+      rec.branch_line = branch_line or vim.NIL
+      before = version()
+      vim.api.nvim_win_set_cursor(0, { branch_line, 0 })
+      vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes('<CR>', true, false, true), 'x', false)
+      wait(cfg.timeout_ms, function()
+        return version() > before
+      end)
+      rec.branch_info = vim.b[conv].session_lsp_conversation
+      rec.branch_lines = vim.api.nvim_buf_get_lines(conv, 0, -1, false)
+    end)
+  end
+
   results.finished = true
   write_results()
   pcall(function()

@@ -7,6 +7,7 @@ import * as os from 'os';
 import { SessionServer } from './client';
 import { SessionsProvider } from './view';
 import { TurnPanel } from './turnPanel';
+import { ConversationPanel } from './conversationPanel';
 import { accumulateProgress, isInside } from './lib/command';
 import { isValidSessionId, requireSessionId, resumeCommandLine, sessionIdFromPath } from './lib/ids';
 import { appendedRows, oneLine, projectLabel, relativeTime } from './lib/format';
@@ -14,15 +15,12 @@ import {
   ForkResult,
   Methods,
   RunTurnResult,
-  SessionChainResult,
   SessionInfo,
 } from './lib/protocol';
-import { renderConversation } from './lib/render';
 import { findUuidLine, promptsInText, sessionIdInText, uuidAtLine } from './lib/transcript';
 import { Node } from './lib/tree';
 
 export const TRANSCRIPT_LANGUAGE = 'claude-transcript';
-export const CONVERSATION_SCHEME = 'claude-conversation';
 
 interface Target {
   sessionId: string;
@@ -41,9 +39,6 @@ function errorText(e: unknown): string {
 }
 
 export class Commands {
-  private readonly conversations = new Map<string, string>();
-  private readonly conversationEmitter = new vscode.EventEmitter<vscode.Uri>();
-
   constructor(
     private readonly server: SessionServer,
     private readonly sessions: SessionsProvider,
@@ -76,14 +71,6 @@ export class Commands {
     reg('sessionLsp.searchSessions', this.searchSessions);
     reg('sessionLsp.copySessionId', this.copySessionId);
     reg('sessionLsp.revealInView', this.revealInView);
-
-    context.subscriptions.push(
-      vscode.workspace.registerTextDocumentContentProvider(CONVERSATION_SCHEME, {
-        onDidChange: this.conversationEmitter.event,
-        provideTextDocumentContent: (uri) => this.conversations.get(uri.toString()) ?? '',
-      }),
-      this.conversationEmitter,
-    );
   }
 
   // ---- targets -------------------------------------------------------------------------------
@@ -289,25 +276,10 @@ export class Commands {
     if (!t) {
       return;
     }
-    const chain = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Window, title: 'Resuming session…' },
-      () => this.server.request<SessionChainResult>(Methods.resume, { sessionId: t.sessionId }),
-    );
     const info = t.info ?? (await this.infoFor(t.sessionId));
-    const md = renderConversation(chain?.messages ?? [], {
-      title: info?.title,
-      sessionId: t.sessionId,
-      path: chain?.path ?? info?.path,
-    });
-    const uri = vscode.Uri.from({ scheme: CONVERSATION_SCHEME, path: `/${t.sessionId}.md` });
-    this.conversations.set(uri.toString(), md);
-    this.conversationEmitter.fire(uri);
-    try {
-      await vscode.commands.executeCommand('markdown.showPreview', uri);
-    } catch {
-      const doc = await vscode.workspace.openTextDocument(uri);
-      await vscode.window.showTextDocument(doc, { preview: false });
-    }
+    await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Opening conversation…' }, () =>
+      ConversationPanel.show(this.server, { path: t.path ?? info?.path, sessionId: t.sessionId }, info?.title || t.sessionId),
+    );
   }
 
   // ---- fork ----------------------------------------------------------------------------------

@@ -698,6 +698,7 @@ did_change_handler = function(_, result)
   if changed then
     vim.schedule(function()
       M.reload_transcripts(ids)
+      require('session_lsp.conversation').on_change(ids)
     end)
   end
 end
@@ -798,6 +799,26 @@ function M.turn(prompt, opts, callback)
 end
 
 -- ---------------------------------------------------------------------------------------------
+-- :SessionConversation
+
+--- :SessionConversation [id] -- the session (of the argument, the :Sessions selection or the
+--- current transcript) as a conversation in a read-only buffer (see session_lsp/conversation.lua).
+function M.conversation(arg, opts, callback)
+  local target = target_session(arg)
+  if not target then
+    return err('no session here: give a session id, or run it from a transcript or the :Sessions list')
+  end
+  if vim.bo.buftype == 'quickfix' then
+    vim.cmd('wincmd p')
+  end
+  return require('session_lsp.conversation').open(
+    { sessionId = target.sessionId, path = val(target.path) },
+    { split = (opts or {}).split or M.config.turn_split },
+    callback
+  )
+end
+
+-- ---------------------------------------------------------------------------------------------
 -- setup
 
 function M.create_commands()
@@ -814,6 +835,9 @@ function M.create_commands()
   cmd('SessionTurn', function(a)
     M.turn(a.args)
   end, { nargs = '+', desc = 'run an agent turn and stream the reply' })
+  cmd('SessionConversation', function(a)
+    M.conversation(a.args)
+  end, { nargs = '?', desc = 'the session as a conversation (folds per tool call, H: hidden items)' })
 end
 
 function M.setup(opts)

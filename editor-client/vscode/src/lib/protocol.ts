@@ -115,12 +115,102 @@ export interface DidChangeParams {
   removed?: string[];
 }
 
+export interface DiffHunk {
+  oldStart: number;
+  oldLines: number;
+  newStart: number;
+  newLines: number;
+  lines: string[];
+}
+
+export interface ImageInfo {
+  mediaType: string;
+  data?: string;
+  url?: string;
+}
+
+export interface ToolResultInfo {
+  uuid: string;
+  line: number;
+  time?: string | null;
+  isError: boolean;
+  text: string;
+  truncated?: boolean;
+  length?: number;
+  images?: ImageInfo[];
+}
+
+export interface BranchInfo {
+  firstUuid: string;
+  line: number;
+  leafUuid: string;
+  leafLine: number;
+  time?: string | null;
+  preview?: string;
+  current: boolean;
+}
+
+/** One display item of sessions/conversation. */
+export interface ConversationItem {
+  id: string;
+  kind: 'user' | 'assistant' | 'thinking' | 'tool' | 'attachment' | 'reminder' | 'effort' | 'compaction' | 'summary' | 'system' | 'branch' | 'other';
+  uuid: string;
+  line: number;
+  time?: string | null;
+  segment: number;
+  hidden: boolean;
+  text?: string;
+  truncated?: boolean;
+  length?: number;
+  images?: ImageInfo[];
+  model?: string | null;
+  usage?: { input?: number; output?: number; cacheRead?: number; cacheCreation?: number } | null;
+  messageId?: string | null;
+  redacted?: boolean;
+  error?: boolean;
+  name?: string;
+  toolUseId?: string;
+  input?: Record<string, unknown>;
+  result?: ToolResultInfo | null;
+  diff?: { filePath: string; created: boolean; hunks: DiffHunk[] };
+  subagent?: { agentId: string; path?: string | null };
+  attachmentType?: string;
+  role?: string | null;
+  subtype?: string;
+  trigger?: string | null;
+  preTokens?: number | null;
+  command?: string;
+  commandOutput?: string;
+  origin?: string;
+  branches?: BranchInfo[];
+}
+
+export interface ConversationParams {
+  sessionId?: string;
+  path?: string;
+  leafUuid?: string;
+  limit?: number;
+  before?: string;
+  apiForm?: boolean;
+}
+
+export interface ConversationResult {
+  sessionId: string;
+  path: string;
+  leafUuid?: string | null;
+  items: ConversationItem[];
+  hasMore: boolean;
+  subagents?: SubagentInfo[];
+  messages?: ChainMessage[];
+}
+
 export const Methods = {
   list: 'sessions/list',
   tree: 'sessions/tree',
   chain: 'sessions/chain',
   resume: 'sessions/resume',
   fork: 'sessions/fork',
+  conversation: 'sessions/conversation',
   runTurn: 'sessions/runTurn',
   didChange: 'sessions/didChange',
 } as const;

@@ -17,6 +17,9 @@ const WORK = env.E2E_WORK;
 const DAMAGED_TITLE = 'damaged copy (e2e)';
 const TURN_SESSION = '1c99f271-c426-49f7-9ae1-2b8728ab22c4';
 const TURN_PROMPT = 'hello from the e2e test';
+const CONVO_SESSION = 'c0c0c0c0-0000-4000-8000-000000000001';
+const CONVO_TITLE = 'And one more prompt.';
+const AGENT_SESSION = '22222222-2222-4222-8222-222222222222';
 
 const results = [];
 let page;
@@ -384,27 +387,135 @@ async function main() {
     await shot('06-agent-turn.png');
   });
 
-  await check('Open Conversation renders the resumed chain', async () => {
+  // ---- the conversation panel ----------------------------------------------------------------
+  const convoFile = path.join(PROJECTS, '-tmp-slsp-convo-work', `${CONVO_SESSION}.jsonl`);
+  const convoRows = () => fs.readFileSync(convoFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  let chat;
+  const visibleCount = (sel) => chat.locator(sel).evaluateAll((els) => els.filter((e) => e.offsetParent !== null).length);
+
+  async function openConversationOf(title, fileId) {
     await runCommand('View: Close All Editors');
     if (await page.locator('.part.panel').isVisible()) {
       await runCommand('View: Toggle Panel Visibility').catch(() => undefined);
     }
-    await viewRow('named session').first().click();
-    await until('the named session transcript', async () => (await page.title()).includes(TURN_SESSION));
+    await expandSourceOf(title);
+    await viewRow(title).first().click();
+    await until(`the ${title} transcript`, async () => (await page.title()).includes(fileId));
     await runCommand('Claude Sessions: Open Conversation');
-    await until('the preview to be the active editor', async () => /^Preview /.test(await page.title()), 20000);
-    const frame = await until('the Markdown preview', async () => {
+    return until('the conversation panel', async () => {
       for (const f of page.frames()) {
         try {
-          const t = await f.locator('body').innerText({ timeout: 500 });
-          if (t.includes('named session') && t.includes('hello from another project')) return f;
+          if ((await f.locator('#chat .msg').count()) > 0) return f;
         } catch {}
       }
       return undefined;
-    }, 20000);
-    if (!frame) throw new Error('no preview');
-    await page.waitForTimeout(500);
+    }, 30000);
+  }
+
+  await check('Open Conversation shows the session as a chat: replies, folded tool calls, no hidden rows', async () => {
+    chat = await openConversationOf(CONVO_TITLE, CONVO_SESSION);
+    const users = await chat.locator('.msg.user:visible .md').allInnerTexts();
+    const want = ['READ notes.txt', 'EDIT /tmp/slsp-convo/work/notes.txt', 'WRITE /tmp/slsp-convo/work/hello.txt', 'Another way, please.', CONVO_TITLE];
+    if (JSON.stringify(users.map(norm)) !== JSON.stringify(want)) throw new Error(`prompts shown: ${JSON.stringify(users)}`);
+    const tools = await chat.locator('details.tool > summary .tool-name').allInnerTexts();
+    if (tools.join(',') !== 'Read,Edit,Write') throw new Error(`tool calls: ${tools.join(',')}`);
+    const open = await chat.locator('details.tool[open]').count();
+    if (open !== 0) throw new Error(`${open} tool calls unfolded at first`);
+    const hidden = await visibleCount('.hidden-item');
+    if (hidden !== 0) throw new Error(`${hidden} hidden items visible`);
+    const heads = norm(await chat.locator('.msg.assistant .head').last().innerText());
+    if (!/Claude.*claude-opus-5-5.*in [\d,]+ · out \d+.*line 82/.test(heads)) throw new Error(`reply header: ${heads}`);
+    log(`chat: ${users.length} prompts, ${tools.length} tool calls, last reply header "${heads}"`);
+  });
+
+  await check('a tool call unfolds into its diff and folds again', async () => {
+    const edit = chat.locator('details.tool', { has: chat.locator('.tool-name', { hasText: 'Edit' }) }).first();
+    await edit.locator('summary').click();
+    await until('the Edit call to unfold', async () => (await edit.getAttribute('open')) !== null);
+    const added = await edit.locator('.dl.add .tx').allInnerTexts();
+    const removed = await edit.locator('.dl.del .tx').allInnerTexts();
+    if (added.join('|') !== '+TWO|+three' || removed.join('|') !== '-two') throw new Error(`diff: +${added} -${removed}`);
+    const write = chat.locator('details.tool', { has: chat.locator('.tool-name', { hasText: 'Write' }) }).first();
+    await write.locator('summary').click();
+    await until('the Write call to unfold', async () => (await write.getAttribute('open')) !== null);
+    await edit.scrollIntoViewIfNeeded();
+    await page.waitForTimeout(300);
     await shot('07-conversation.png');
+    await write.locator('summary').click();
+    await until('the Write call to fold', async () => (await write.getAttribute('open')) === null);
+    if (await write.locator('.diff').isVisible()) throw new Error('a folded call still shows its diff');
+  });
+
+  await check('"What the model saw" shows the hidden rows and the API form', async () => {
+    const onChain = convoRows().filter((r) => r.type === 'attachment').length;
+    await chat.locator('#hidden').check();
+    await until('hidden items to show', async () => (await visibleCount('.hidden-item')) > 0);
+    await chat.locator('details.apiform').waitFor({ state: 'visible', timeout: 20000 });
+    const shown = await visibleCount('.hidden-item');
+    const api = norm(await chat.locator('details.apiform > summary').innerText());
+    log(`hidden items shown: ${shown} (the file has ${onChain} attachment rows); ${api}`);
+    if (!/What the model saw on resume: \d+ messages/.test(api)) throw new Error(`api form: ${api}`);
+    await chat.locator('details.apiform > summary').click();
+    await chat.locator('.hidden-item').first().scrollIntoViewIfNeeded();
+    await page.waitForTimeout(300);
+    await shot('11-conversation-hidden.png');
+    await chat.locator('#hidden').uncheck();
+    await until('hidden items to go', async () => (await visibleCount('.hidden-item')) === 0);
+  });
+
+  await check('the panel follows the session live (sessions/didChange)', async () => {
+    const rows = convoRows();
+    const leaf = rows.filter((r) => r.type === 'assistant').pop();
+    const row = {
+      parentUuid: leaf.uuid, isSidechain: false, type: 'user', promptId: 'e2e00000-0000-4000-8000-000000000000',
+      message: { role: 'user', content: 'live prompt from the e2e' }, uuid: 'e2e00000-0000-4000-8000-000000000001',
+      timestamp: new Date().toISOString(), userType: 'external', entrypoint: 'sdk-cli', cwd: '/tmp/slsp-convo/work',
+      sessionId: CONVO_SESSION, version: '2.1.328',
+    };
+    fs.appendFileSync(convoFile, JSON.stringify(row) + '\n');
+    await until('the new prompt in the panel', async () => (await chat.locator('.msg.user', { hasText: 'live prompt from the e2e' }).count()) === 1, 30000);
+  });
+
+  await check('the branch switcher shows the rewound branch with its thinking and image', async () => {
+    const other = chat.locator('.branch-btn:not(.current)').first();
+    const label = norm(await other.innerText());
+    await other.click();
+    await until('the other branch', async () => (await chat.locator('details.thinking').count()) === 1, 20000);
+    if ((await chat.locator('.msg.user', { hasText: 'Another way, please.' }).count()) !== 0) throw new Error('the old branch still shows');
+    const img = chat.locator('.msg.user img.img').first();
+    await img.waitFor({ state: 'visible' });
+    const src = await img.getAttribute('src');
+    if (!src.startsWith('data:image/png;base64,')) throw new Error(`image src: ${src.slice(0, 40)}`);
+    await chat.locator('details.thinking > summary').click();
+    await chat.locator('details.thinking').scrollIntoViewIfNeeded();
+    await until('the thinking to unfold', async () => /The user asks about the weather/.test(await chat.locator('details.thinking').innerText()));
+    const current = norm(await chat.locator('.branch-btn.current').innerText());
+    log(`switched to "${label}"; current: "${current}"`);
+    await page.waitForTimeout(300);
+    await shot('12-conversation-branch.png');
+  });
+
+  await check('a click on a message reveals its line in the transcript', async () => {
+    // on the branch now shown: the prompt with the image
+    await chat.locator('.msg.user', { hasText: 'What colour is this square?' }).locator('.head').click();
+    const line = convoRows().findIndex((r) => r.type === 'user' && JSON.stringify(r.message?.content ?? '').includes('What colour is this square?')) + 1;
+    await until(`the cursor on line ${line}`, async () => new RegExp(`Ln ${line},`).test(await page.locator('.statusbar').innerText()), 20000);
+    if (!(await page.title()).includes(CONVO_SESSION)) throw new Error(`active editor: ${await page.title()}`);
+  });
+
+  await check('a subagent call expands into the subagent conversation', async () => {
+    chat = await openConversationOf(`ORACLE ${AGENT_SESSION}`, AGENT_SESSION);
+    const agent = chat.locator('details.tool', { has: chat.locator('.tool-name', { hasText: 'Agent' }) }).first();
+    await agent.locator('summary').first().click();
+    const sub = agent.locator('details.subagent');
+    await sub.locator('summary').click();
+    await until('the subagent conversation', async () => (await sub.locator('.subagent-body .msg').count()) > 0, 20000);
+    const inner = await sub.locator('.subagent-body details.tool .tool-name').allInnerTexts();
+    if (!inner.includes('Read')) throw new Error(`subagent tool calls: ${inner}`);
+    if ((await chat.locator('.msg.compaction').count()) !== 1) throw new Error('no compaction separator');
+    await agent.scrollIntoViewIfNeeded();
+    await page.waitForTimeout(300);
+    await shot('13-conversation-subagent.png');
   });
 
   await check('Search Sessions finds a session by a prompt', async () => {

