@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from server.features.tree import is_continuation
-from storage.apiform import api_messages, session_model, supports_system_messages
+from storage.apiform import api_messages
 from storage.attachments import REMINDER_OPEN, reminder_body
 from storage.chain import Chain, build_chain, recover_parallel, relink_preserved, walk
 from storage.errors import InvalidArgument, NotATranscript
+from storage.models import continued_model, supports_system_messages
 from storage.paths import subagent_files
 from storage.reader import read_entries
 from storage.rows import Row
@@ -89,16 +90,11 @@ def earlier_rows(t: Transcript, chain: Chain) -> list[Row]:
 
 def carries_effort(t: Transcript, chain: Chain) -> bool:
     """Whether the API form resume sends has the empty system message that carries the effort:
-    only for models that take system messages in the conversation (the model of the chain's last
-    reply, as `storage.apiform` decides), and only when no system message follows the first user
+    only for models that take system messages in the conversation (the model the resume continues
+    with, as `storage.models` decides), and only when no system message follows the first user
     message already (system-role attachments before the first reply make one, which carries it)."""
     replies = [r for r in chain.rows if r.type == "assistant"]
-    model = None
-    for row, entry in zip(reversed(replies), reversed(read_entries(t.path, replies[-8:]))):
-        model = session_model([row], [entry])
-        if model is not None:
-            break
-    if not supports_system_messages(model):
+    if not supports_system_messages(continued_model(read_entries(t.path, replies[-8:]))):
         return False
     first_reply = next((i for i, r in enumerate(chain.rows) if r.type == "assistant"), len(chain.rows))
     attachments = [r for r in chain.rows[:first_reply] if r.type == "attachment"]
