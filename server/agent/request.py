@@ -36,8 +36,19 @@ class TurnRequest:
     def from_json(cls, params: dict[str, Any]) -> TurnRequest:
         """`sessions/runTurn` params: {prompt, sessionId? | path?, cwd?, mode?, provider?, model?, tools?,
         maxSteps?}. A wrong one raises `InvalidArgument` naming the field."""
-        known = {"prompt", "sessionId", "path", "cwd", "mode", "provider", "model", "tools", "maxSteps",
-                 "projectsDir", "workDoneToken"}
+        known = {
+            "prompt",
+            "sessionId",
+            "path",
+            "cwd",
+            "mode",
+            "provider",
+            "model",
+            "tools",
+            "maxSteps",
+            "projectsDir",
+            "workDoneToken",
+        }
         unknown = sorted(set(params) - known)
         if unknown:
             raise InvalidArgument(f"unknown parameter {unknown[0]!r}")
@@ -51,7 +62,9 @@ class TurnRequest:
         mode = _text(params, "mode") or ("resume" if session or path else "new")
         if mode not in ("auto", "new", "resume", "continue", "fork"):
             raise InvalidArgument(f"parameter 'mode' must be one of new, resume, continue, fork (got {mode!r})")
-        tools = params.get("tools") or []
+        tools = params.get("tools")
+        if tools is None:
+            tools = []
         if not isinstance(tools, list) or not all(isinstance(t, str) and t in OPT_IN_TOOLS for t in tools):
             raise InvalidArgument(f"parameter 'tools' must be a list of {', '.join(OPT_IN_TOOLS)}")
         steps = params.get("maxSteps", 50)
