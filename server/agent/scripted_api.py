@@ -8,6 +8,7 @@ tests (and the real Claude Code CLI pointed at it with ``ANTHROPIC_BASE_URL``) r
 - ``READ <path>`` -> one ``Read`` tool_use; ``PAR <p1> <p2> ...`` -> ``Reading them all.`` plus one
   ``Read`` per path; ``AGENT <prompt>`` -> one ``Agent`` tool_use; ``LS``/``GLOB``/``GREP <arg>`` ->
   one ``LS``/``Glob``/``Grep`` tool_use;
+- ``BASH <command>`` -> one ``Bash`` tool_use running the command (the turn must allow Bash);
 - ``FAIL <n>`` -> HTTP 529 ``overloaded_error`` for n requests, then the normal echo;
 - ``SLOW <prompt>`` -> the echo reply, streamed as 20 small deltas 0.2 s apart;
 - anything else -> ``echo: <text>``.
@@ -103,6 +104,8 @@ def plan_reply(messages: list[Any]) -> tuple[str, list[dict[str, Any]]]:
         return "normal", [_tool("Glob", {"pattern": rest})]
     if word == "GREP" and rest:
         return "normal", [_tool("Grep", {"pattern": rest})]
+    if word == "BASH" and rest:
+        return "normal", [_tool("Bash", {"command": rest, "description": "scripted command"})]
     if word == "FAIL" and rest.isdigit():
         return "fail", [_text(f"echo: {text}")]
     if word == "SLOW":
