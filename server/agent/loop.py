@@ -96,7 +96,7 @@ class _Turn:
         self.emit = emit
         self.cancel = cancel
         self.context = TurnContext.load(session.cwd, model=provider.model)
-        self.tool_ctx = ToolContext(session.cwd)
+        self.tool_ctx = ToolContext(session.cwd, cancel=cancel)
         self.result = TurnResult(self.rec.session_id, str(self.rec.path), provider=provider.name, model=provider.model)
         self.texts: list[str] = []
         self.api_ms = 0
@@ -207,7 +207,8 @@ class _Turn:
             calls, self.tools, self.tool_ctx, should_stop=lambda: self.cancel.cancelled, on_result=reported
         )
         self.tool_ms += int((time.monotonic() - began) * 1000)
-        done = [c for c in calls if c.id in outputs]
+        # a call the cancel cut short stays unanswered here, so it is recorded as the CLI records it
+        done = [c for c in calls if c.id in outputs and not (outputs[c.id].extra or {}).get("interrupted")]
         blocks = [_result_block(c, outputs[c.id]) for c in done]
         if blocks:
             extras = [outputs[c.id].extra if outputs[c.id].extra is not None else outputs[c.id].content for c in done]

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from server.agent.cancel import CancelToken
+
 
 class ToolError(Exception):
     """A tool failed in a way the model should hear about (sent back as an error result)."""
@@ -25,6 +27,8 @@ class ToolContext:
     cwd: Path
     """The session's working directory; every path a tool touches must be inside it."""
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    cancel: CancelToken | None = None
+    """The turn's token: a tool that can block (Bash) stops its work when it is cancelled."""
 
     def confine(self, raw: Any, *, must_exist: bool = False) -> Path:
         """`raw` (absolute, or relative to cwd) resolved, and checked to stay inside cwd."""

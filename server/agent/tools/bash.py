@@ -47,12 +47,18 @@ class BashTool:
             errors="replace",
             start_new_session=True,
         )
+        stop_watching = ctx.cancel.on_cancel(lambda: _kill_group(proc)) if ctx.cancel else (lambda: None)
         try:
             out, err = proc.communicate(timeout=timeout_ms / 1000)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill_group(proc)
             proc.communicate()
             raise ToolError(f"Command timed out after {timeout_ms} ms") from None
+        finally:
+            stop_watching()
+        if ctx.cancel is not None and ctx.cancel.cancelled:
+            extra = {"stdout": out, "stderr": err, "interrupted": True}
+            return ToolOutput("Command interrupted", is_error=True, extra=extra)
         text = "\n".join(part.rstrip("\n") for part in (out, err) if part.strip())
         if len(text) > MAX_OUTPUT:
             text = text[:MAX_OUTPUT] + f"\n\n... [{len(text) - MAX_OUTPUT} characters truncated] ..."
@@ -60,3 +66,11 @@ class BashTool:
         if proc.returncode != 0:
             return ToolOutput(f"{text}\nExit code {proc.returncode}".strip(), is_error=True, extra=extra)
         return ToolOutput(text or "(no output)", extra=extra)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """The command and everything it started (its own session): the turn was cancelled or timed out."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
