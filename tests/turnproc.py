@@ -126,3 +126,38 @@ class TurnProcess:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def commands_with(marker: str) -> list[int]:
+    """Pids of live `bash -c` commands (run by the Bash tool) holding `marker` (a test's hung commands)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if cmdline.startswith(b"bash\x00-c\x00") and marker.encode() in cmdline and state != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+def wait_gone(marker: str, timeout: float) -> float | None:
+    """Seconds until no process holds `marker`; None if some still do after `timeout`."""
+    began = time.monotonic()
+    while commands_with(marker):
+        if time.monotonic() - began > timeout:
+            return None
+        time.sleep(0.05)
+    return time.monotonic() - began
+
+
+def reap(marker: str) -> None:
+    """Kill what a failed test left running (each hung command leads its own process group)."""
+    for pid in commands_with(marker):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
