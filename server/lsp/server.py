@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
@@ -77,11 +82,40 @@ class _Undecodable:
     jsonrpc: str = "2.0"
 
 
+@dataclass
+class _Malformed:
+    """A request that is not a JSON-RPC 2.0 request (wrong `jsonrpc`, a `method` that is not a string)."""
+
+    msg_id: Any
+    problem: str
+    jsonrpc: str = "2.0"
+
+
+def _malformed(data: dict[str, Any]) -> _Malformed | None:
+    if "id" not in data or "result" in data or "error" in data:
+        return None  # a notification or a response: nothing to answer
+    msg_id = data["id"] if isinstance(data["id"], (str, int)) and not isinstance(data["id"], bool) else None
+    if data.get("jsonrpc") != "2.0":
+        return _Malformed(msg_id, f"'jsonrpc' must be \"2.0\", not {data.get('jsonrpc')!r}")
+    if not isinstance(data.get("method"), str):
+        return _Malformed(msg_id, "'method' must be a string")
+    return None
+
+
 class SessionProtocol(LanguageServerProtocol):
-    """pygls drops a request whose params fail to decode without answering; we answer it with
-    InvalidParams so the client is never left waiting."""
+    """pygls drops a request whose params fail to decode, or that is not JSON-RPC 2.0, without
+    answering; we answer them (InvalidParams, InvalidRequest) so the client is never left waiting.
+    As LSP requires, requests before `initialize` get ServerNotInitialized, a second `initialize`
+    is refused, and requests after `shutdown` get InvalidRequest."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._initialize_received = False
 
     def structure_message(self, data: dict[str, Any]) -> Any:
+        bad = _malformed(data)
+        if bad is not None:
+            return bad
         try:
             return super().structure_message(data)
         except JsonRpcException:
@@ -89,14 +123,31 @@ class SessionProtocol(LanguageServerProtocol):
                 return _Undecodable(data["id"], str(data["method"]))
             return None
 
+    def _refuse(self, msg_id: Any, error: JsonRpcException) -> None:
+        self._send_response(msg_id, None, error.to_response_error())
+
     def handle_message(self, message: Any) -> None:
         if message is None:
             return
+        if isinstance(message, _Malformed):
+            self._refuse(
+                message.msg_id, JsonRpcInvalidRequest(message=f"not a JSON-RPC 2.0 request: {message.problem}")
+            )
+            return
         if isinstance(message, _Undecodable):
-            error = JsonRpcInvalidParams(message=f"invalid parameters for {message.method}")
-            self._send_response(message.msg_id, None, error.to_response_error())
+            self._refuse(message.msg_id, JsonRpcInvalidParams(message=f"invalid parameters for {message.method}"))
             return
         method = getattr(message, "method", None)
+        is_request = method is not None and getattr(message, "id", None) is not None
+        if method == lsp.INITIALIZE:
+            if self._initialize_received:
+                self._refuse(message.id, JsonRpcInvalidRequest(message="initialize may only be sent once"))
+                return
+            self._initialize_received = True
+        elif not self._initialize_received and method not in (None, lsp.EXIT):
+            if is_request:
+                self._refuse(message.id, JsonRpcServerNotInitialized(message=f"{method} before initialize"))
+            return  # notifications before initialize are dropped, as LSP says
         if self._shutdown and method not in (None, lsp.EXIT) and getattr(message, "id", None) is not None:
             error = JsonRpcInvalidRequest(message=f"the server is shutting down; {method} is not served")
             self._send_response(message.id, None, error.to_response_error())
@@ -128,8 +179,9 @@ class SessionServer(LanguageServer):
         reader = StreamReader(stdin or sys.stdin.buffer)
         code = 0
         try:
-            asyncio.run(serve_frames(reader, self.protocol.structure_message, self.protocol.handle_message,
-                                     self._stop_event))
+            asyncio.run(
+                serve_frames(reader, self.protocol.structure_message, self.protocol.handle_message, self._stop_event)
+            )
         except FrameError as exc:
             log.error("bad frame from the client: %s; exiting so the editor restarts the server", exc)
             print(f"session-lsp: bad frame from the client: {exc}", file=sys.stderr)
