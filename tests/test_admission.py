@@ -165,6 +165,7 @@ def test_twenty_races_of_two_adopting_processes(projects: Path, work: Path) -> N
         loser = "B" if admitted == ["A"] else "A"
         i = "AB".index(loser)
         assert codes[i] == 2 and "in use" in errors[i], errors[i]
+        assert f"pid {procs['AB'.index(admitted[0])].pid}" in errors[i], f"trial {trial}: holder not named: {errors[i]}"
         text = path.read_text()
         assert f"ADOPTED BY {trial}{admitted[0]}" in text
         assert f"ADOPTED BY {trial}{loser}" not in text

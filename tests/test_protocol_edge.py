@@ -168,3 +168,42 @@ def test_wrong_parameter_types_are_invalid_params(corpus_projects: Path, tmp_pat
         print(f"{sent} requests with a wrong parameter, {len(failures)} not InvalidParams naming the field")
     assert not failures, f"{len(failures)} of {sent}:\n" + "\n".join(failures[:60])
     assert _files(corpus_projects) == before, "a refused request wrote something"
+
+
+def test_a_second_initialize_is_refused_and_changes_nothing(corpus_projects: Path) -> None:
+    """`initialize` may be sent once. A second one (here without options, which would mean the
+    default `~/.claude/projects`) must not re-point the server at another projects folder."""
+    with RawServer() as server:
+        server.initialize(corpus_projects, watch=False)
+        before = sorted(s["path"] for s in server.call("sessions/list", {})["result"]["sessions"])
+        again = server.call("initialize", {"processId": None, "capabilities": {}}, timeout=LIVENESS)
+        assert "result" not in again, "a second initialize was served"
+        assert again["error"]["code"] == INVALID_REQUEST, again
+        after = sorted(s["path"] for s in server.call("sessions/list", {})["result"]["sessions"])
+        assert after == before and all(p.startswith(str(corpus_projects)) for p in after)
+
+
+def test_requests_before_initialize_are_server_not_initialized(corpus_projects: Path) -> None:
+    with RawServer() as server:
+        early = server.call("sessions/list", {}, timeout=LIVENESS)
+        assert early.get("error", {}).get("code") == -32002, early  # ServerNotInitialized
+        server.initialize(corpus_projects, watch=False)
+        assert server.call("sessions/list", {})["result"]["sessions"]
+
+
+def test_malformed_requests_are_answered_invalid_request(corpus_projects: Path) -> None:
+    """A request the server cannot take (wrong `jsonrpc`, a `method` that is not a string) is
+    answered with InvalidRequest rather than dropped (the client would wait for ever) or
+    answered as an internal error."""
+    with RawServer() as server:
+        server.initialize(corpus_projects, watch=False)
+        for msg_id, message in [
+            (11, {"jsonrpc": "1.0", "method": "sessions/list", "params": {}}),
+            (12, {"method": "sessions/list", "params": {}}),
+            (13, {"jsonrpc": "2.0", "method": 5, "params": {}}),
+            (14, {"jsonrpc": "2.0", "method": None, "params": {}}),
+        ]:
+            server.send({"id": msg_id, **message})
+            reply = server.answer(msg_id, timeout=LIVENESS)
+            assert reply.get("error", {}).get("code") == INVALID_REQUEST, reply
+        assert server.call("sessions/list", {})["result"]["sessions"]
