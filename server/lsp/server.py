@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -177,6 +178,7 @@ class SessionServer(LanguageServer):
         self._stop_event = threading.Event()
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
         reader = StreamReader(stdin or sys.stdin.buffer)
+        self._end_on_signals()
         code = 0
         try:
             asyncio.run(
@@ -192,6 +194,19 @@ class SessionServer(LanguageServer):
             log.error("the client is gone")
             code = 1
         self.terminate(code)
+
+    def _end_on_signals(self) -> None:
+        """SIGTERM (an editor stopping its server) and SIGINT (Ctrl-C) end the process as `exit`
+        does, with status 128 + the signal: running turns are cancelled, so the commands their
+        tools started are killed and the interruption is recorded, rather than left running."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def on_signal(signum: int, _frame: object) -> None:
+            threading.Thread(target=self.terminate, args=(128 + signum,), name="signal-exit", daemon=True).start()
+
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, on_signal)
 
     def terminate(self, code: int) -> None:
         """Stop everything and end the process: turns are cancelled and get EXIT_GRACE seconds to
