@@ -6,6 +6,7 @@ printed; the only bound is a liveness one (LIVENESS seconds: longer means stuck)
 from __future__ import annotations
 
 import json
+import signal
 import time
 import uuid
 from collections.abc import Iterator
@@ -201,3 +202,27 @@ def test_ctrl_c_ends_a_turn_command_hung_in_a_tool(projects: Path, work: Path, m
         assert_interrupted_in_tool(path)
     finally:
         turn.kill()
+
+
+@pytest.mark.parametrize("how", ["stdin closed", "SIGTERM", "SIGINT"])
+def test_client_gone_ends_the_server_and_its_commands(
+    server: RawServer, work: Path, marker: str, projects: Path, how: str
+) -> None:
+    """The editor crashed (its end of the pipe closed), stopped the server with SIGTERM, or the
+    person pressed Ctrl-C, with a turn hung in a tool: the server ends, the command it started
+    does not outlive it, and the interruption is recorded."""
+    start_hung_turn(server, work, marker, 0)
+    began = time.monotonic()
+    if how == "stdin closed":
+        assert server.proc.stdin is not None
+        server.proc.stdin.close()
+    else:
+        server.proc.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGINT)
+    rc, _ = server.wait_exit(LIVENESS)
+    took = time.monotonic() - began
+    assert rc is not None, f"the server still runs {LIVENESS} s after its client went ({how})"
+    gone = wait_gone(marker, LIVENESS)
+    assert gone is not None, f"`sleep 600` outlived the server ({how})"
+    print(f"{how}: the server ended with status {rc} after {took:.2f} s; the command gone {gone:.2f} s later")
+    (path,) = list(projects.rglob("*.jsonl"))
+    assert_interrupted_in_tool(path)
