@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from turnproc import ROOT, TurnProcess, cli_env, new_session, session_lsp
+from turnproc import ROOT, TurnProcess, cli_env, new_session, reap, session_lsp
 
 from server.lsp.server import to_plain
 
@@ -37,6 +39,14 @@ def work(tmp_path: Path) -> Path:
     d = tmp_path / "work"
     d.mkdir()
     return d
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    """A token in the test's never-ending commands, to kill any a failure leaves behind."""
+    token = f"held-{uuid.uuid4().hex[:12]}"
+    yield token
+    reap(token)
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "server.cli", "serve", "--stdio"]))
@@ -177,7 +187,7 @@ CLI_TRIALS = 5
 library's; these check what the command line makes of the same decision."""
 
 
-def test_races_of_two_turn_commands(projects: Path, work: Path) -> None:
+def test_races_of_two_turn_commands(projects: Path, work: Path, marker: str) -> None:
     """Two `session-lsp turn --resume` processes started together on one session, CLI_TRIALS times:
     one runs, the other exits 2 with one line naming the holder's pid, its prompt nowhere. Each
     runs a command that never ends (`sleep 600`), so the winner holds the session however slowly
@@ -186,7 +196,7 @@ def test_races_of_two_turn_commands(projects: Path, work: Path) -> None:
     refusals: list[str] = []
     for trial in range(CLI_TRIALS):
         began = time.monotonic()
-        prompts = [f"BASH sleep 600; echo trial {trial} writer {t}" for t in "AB"]
+        prompts = [f"BASH sleep 600; echo {marker} trial {trial} writer {t}" for t in "AB"]
         procs = [TurnProcess(projects, work, p, "--resume", sid, "--allow", "Bash") for p in prompts]
         try:
             while all(p.proc.poll() is None for p in procs):
@@ -272,9 +282,9 @@ async def test_a_live_cli_session_refuses_our_writers(client: LanguageClient, pr
     assert again["text"] == "echo: after"
 
 
-def test_rename_and_tag_refused_while_a_turn_holds(projects: Path, work: Path) -> None:
+def test_rename_and_tag_refused_while_a_turn_holds(projects: Path, work: Path, marker: str) -> None:
     sid, path = new_session(projects, work)
-    holder = TurnProcess(projects, work, "BASH sleep 600; echo holding", "--resume", sid, "--allow", "Bash")
+    holder = TurnProcess(projects, work, f"BASH sleep 600; echo {marker} holding", "--resume", sid, "--allow", "Bash")
     try:
         holder.wait_tool()  # admitted, and running a command that never ends
         for args in (["rename", sid, "TITLE WHILE HELD"], ["tag", sid, "tag-while-held"]):
