@@ -111,9 +111,7 @@ def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
     return ""
 
 
@@ -126,9 +124,7 @@ def real_prompt(entry: dict[str, Any]) -> str | None:
     if not isinstance(message, dict):
         return None
     content = message.get("content")
-    if isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    ):
+    if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
         return None
     text = text_of(content).strip()
     if not text or text.startswith(SKIP_PROMPT_PREFIXES):
@@ -350,9 +346,10 @@ def attach_legacy_agents(project_dir: Path, sessions: list[SessionInfo]) -> None
         m = SESSION_ID_RE.search(head)
         owner = by_id.get(m.group(1).decode("ascii")) if m else None
         if owner is not None:
-            agent_id = path.stem[len("agent-"):]
-            owner.subagents.append({"agentId": agent_id, "path": str(path), "agentType": None,
-                                    "description": None, "toolUseId": None})
+            agent_id = path.stem[len("agent-") :]
+            owner.subagents.append(
+                {"agentId": agent_id, "path": str(path), "agentType": None, "description": None, "toolUseId": None}
+            )
 
 
 def _is_warmup(head: bytes) -> bool:

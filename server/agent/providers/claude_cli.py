@@ -95,8 +95,17 @@ class ClaudeCliProvider:
             if admission is not None:
                 admission.release()
 
-    def _run(self, cmd: list[str], cwd: str, env: dict[str, str], projects: Path, session_id: str | None,
-             before: set[str], on_event: Callable[[TurnEvent], None], cancel: CancelToken) -> TurnResult:
+    def _run(
+        self,
+        cmd: list[str],
+        cwd: str,
+        env: dict[str, str],
+        projects: Path,
+        session_id: str | None,
+        before: set[str],
+        on_event: Callable[[TurnEvent], None],
+        cancel: CancelToken,
+    ) -> TurnResult:
         proc = subprocess.Popen(
             cmd,
             cwd=cwd,
