@@ -247,7 +247,7 @@ class LiveMark:
             _MARKED_BY_US.pop(self.path, None)
         if self.guard is not None:
             with contextlib.suppress(OSError):
-                self.guard.stdin.close()  # type: ignore[union-attr]
+                self.guard.stdin.close()  # type: ignore[union-attr]  # started with stdin=PIPE, so never None
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.guard.wait(timeout=5)
             self.guard = None

@@ -235,7 +235,7 @@ def read_transcript(
     return result
 
 
-def read_entry(path: Path, row: Row) -> dict:
+def read_entry(path: Path, row: Row) -> dict[str, Any]:
     """The full decoded body of one row, read from the file on demand; `{}` when the row's bytes
     changed since it was indexed (a rewrite the index has not caught up with yet)."""
     with open_regular(path) as fh:
@@ -245,7 +245,7 @@ def read_entry(path: Path, row: Row) -> dict:
             return {}
 
 
-def read_entries_from(fh, rows: list[Row]) -> list[dict]:  # type: ignore[no-untyped-def]
+def read_entries_from(fh: BinaryIO, rows: list[Row]) -> list[dict[str, Any]]:
     """Bodies read as the CLI reads them. A span that no longer holds a JSON object (the file was
     rewritten since it was indexed) raises `StaleRow`."""
     out = []
@@ -271,7 +271,7 @@ def loads_as_cli(raw: bytes) -> Any:
     return loads_line(raw)[0]
 
 
-def read_entries(path: Path, rows: list[Row]) -> list[dict]:
+def read_entries(path: Path, rows: list[Row]) -> list[dict[str, Any]]:
     """Bodies of several rows, in the order given, with one open file."""
     with open_regular(path) as fh:
         return read_entries_from(fh, rows)

@@ -421,8 +421,8 @@ class SessionRecorder(_Writer):
         stamp_rows = [r for r in reversed(t.rows) if r.is_chain_row][:1]
         bodies = read_entries(path, meta_rows + stamp_rows)
         stamp = bodies[-1] if stamp_rows else {}
-        cwd = stamp.get("cwd") if isinstance(stamp.get("cwd"), str) else resolve_cwd(os.getcwd())
-        branch = stamp.get("gitBranch") if isinstance(stamp.get("gitBranch"), str) else git_branch_of(cwd)
+        cwd = found if isinstance(found := stamp.get("cwd"), str) else resolve_cwd(os.getcwd())
+        branch = found if isinstance(found := stamp.get("gitBranch"), str) else git_branch_of(cwd)
         rec = cls(
             path,
             session_id,

@@ -64,7 +64,7 @@ class SessionInfo:
     message_count: int = 0
     leaf_uuid: str | None = None
     git_branch: str | None = None
-    forked_from: dict[str, str] | None = None
+    forked_from: dict[str, Any] | None = None
     sidechain_start: bool = False
     has_messages: bool = False
     """Whether the file holds a user or assistant row (else the CLI finds no conversation in it)."""
@@ -357,7 +357,9 @@ def _is_warmup(head: bytes) -> bool:
     first = next(_lines(head, True), b"")
     entry = _loads(first) if first.strip() else None
     message = entry.get("message") if entry is not None else None
-    return isinstance(message, dict) and entry.get("type") == "user" and message.get("content") == "Warmup"
+    if entry is None or not isinstance(message, dict):
+        return False
+    return entry.get("type") == "user" and message.get("content") == "Warmup"
 
 
 def link_session_forks(sessions: list[SessionInfo]) -> None:
