@@ -46,7 +46,7 @@ def session_id_from_metadata(body: dict[str, Any]) -> str | None:
     except ValueError:
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("session_id"), str):
-        return parsed["session_id"]
+        return str(parsed["session_id"])
     m = re.search(r"session_(" + _UUID_RE.pattern + ")", user_id, re.I)
     if m:
         return m.group(1)

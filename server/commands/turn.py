@@ -14,7 +14,7 @@ from server.agent.events import TurnEvent
 from server.agent.loop import run_turn
 from server.agent.providers.base import ProviderError
 from server.agent.providers.choose import PROVIDERS
-from server.agent.request import TurnRequest
+from server.agent.request import SessionMode, TurnRequest
 from server.commands.common import CommandError, add_projects_dir, print_json
 from storage.livesession import SessionInUse
 from storage.lookup import SessionNotFound
@@ -22,7 +22,7 @@ from storage.paths import candidate_project_dirs, default_projects_dir, iter_ses
 from storage.recorder import SessionIdInUse
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "turn",
         help="run one turn (prompt -> reply, with tools), recorded so `claude --resume` continues it",
@@ -61,6 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def build_request(args: argparse.Namespace) -> TurnRequest:
     cwd = resolve_cwd(args.cwd or ".")
     projects = Path(args.projects_dir).expanduser() if args.projects_dir else default_projects_dir()
+    mode: SessionMode
     if args.new:
         mode, session = "new", None
     elif args.resume:

@@ -15,7 +15,7 @@ from storage.metadata import rename_session, tag_session
 from storage.writequeue import TornTail
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("fork", help="fork a session into a new one the CLI can resume")
     p.add_argument("session", help="session id, title or FILE.jsonl")
     p.add_argument(

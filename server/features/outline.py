@@ -45,7 +45,7 @@ def turns(path: Path, view: TreeView) -> list[Item]:
     current: Item | None = None
     for r in rows:
         entry = bodies.get(r.line, {})
-        msg = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+        msg = found if isinstance(found := entry.get("message"), dict) else {}
         if is_turn_start(r) or r.is_compact_boundary or current is None:
             if current is not None:
                 current.end_line = max(current.line, r.line - 1)
