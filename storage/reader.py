@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator, MutableSequence
+from collections.abc import MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -130,32 +130,6 @@ def keyed(row: Row) -> Row:
     if row.uuid is None and row.type in CHAIN_TYPES:
         row.uuid = NO_UUID
     return row
-
-
-def iter_lines(path: Path, state: ReadState) -> Iterator[tuple[bytes, int, int, bool]]:
-    """(line bytes, 0-based line, byte offset, terminated) from `state` to the end of the file."""
-    line_no = state.line
-    with open_regular(path) as fh:
-        fh.seek(state.offset)
-        pending = state.tail
-        start = state.offset - len(pending)
-        while True:
-            chunk = fh.read(CHUNK)
-            if not chunk:
-                break
-            buf = pending + chunk if pending else chunk
-            pos = 0
-            while True:
-                nl = buf.find(b"\n", pos)
-                if nl < 0:
-                    break
-                yield buf[pos:nl], line_no, start + pos, True
-                line_no += 1
-                pos = nl + 1
-            start += pos
-            pending = buf[pos:]
-        if pending:
-            yield pending, line_no, start, False
 
 
 def read_transcript(

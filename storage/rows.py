@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CHAIN_TYPES = frozenset({"user", "assistant", "attachment", "system"})
+"""Row types a conversation chain is made of (see `Row.is_chain_row`)."""
 MESSAGE_TYPES = frozenset({"user", "assistant"})
 
 

@@ -9,7 +9,6 @@ user or assistant row (a 1.0.x summary-only file, a 2.0.x empty one) is no sessi
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -40,7 +39,9 @@ TITLE_TYPES = frozenset({b"custom-title", b"ai-title", b"last-prompt", b"tag", b
 TITLE_MAX = 200
 TYPE_AT_START = re.compile(rb'\{\s*"type"\s*:\s*"([A-Za-z0-9_-]+)"')
 """Metadata rows start with their type; chain rows start with `parentUuid`."""
-CHAIN_TYPES = frozenset({b"user", b"assistant", b"attachment", b"system", b"progress"})
+HEAD_SCAN_TYPES = frozenset({b"user", b"assistant", b"attachment", b"system", b"progress"})
+"""Type markers of rows that carry a session's fields (cwd, uuid, first prompt); the head scan skips any other
+row that starts with its type (metadata). Not `storage.rows.CHAIN_TYPES`, the row types a chain is made of."""
 SKIP_PROMPT_PREFIXES = ("<command-name>", "<local-command-", "<command-message>", "<system-reminder>")
 
 
@@ -69,9 +70,9 @@ class SessionInfo:
     has_messages: bool = False
     """Whether the file holds a user or assistant row (else the CLI finds no conversation in it)."""
     first_uuid: str | None = None
+    """The first chain row's uuid: a `--fork-session` copy starts with its source's rows."""
     started: str = ""
     """The file's first timestamp of any row (a fork's file starts when the forking process did)."""
-    """The first chain row's uuid: a `--fork-session` copy starts with its source's rows."""
     subagents: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -199,11 +200,6 @@ def _last_branch(buf: bytes) -> str | None:
     return m.group(1).decode("utf-8", "replace") if m else None
 
 
-def count_messages(path: Path) -> int:
-    """User and assistant rows, counted by their type marker without parsing."""
-    return CountCache(None).count(path, path.stat())
-
-
 def read_session_info(
     path: Path, *, with_subagents: bool = True, count: bool = True, counts: CountCache | None = None
 ) -> SessionInfo:
@@ -221,7 +217,7 @@ def read_session_info(
     info.started = m.group(1).decode("ascii", "replace") if m else ""
     for line in _lines(head, whole):
         m = TYPE_AT_START.match(line)
-        if m is not None and m.group(1) not in CHAIN_TYPES:
+        if m is not None and m.group(1) not in HEAD_SCAN_TYPES:
             continue
         if not line.strip():
             continue
@@ -377,10 +373,3 @@ def link_session_forks(sessions: list[SessionInfo]) -> None:
         for s in group[1:]:
             if s.forked_from is None:
                 s.forked_from = {"sessionId": source.session_id, "messageUuid": None}
-
-
-def file_mtime(path: Path) -> float:
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return 0.0
