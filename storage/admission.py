@@ -27,6 +27,10 @@ from storage.errors import InUse
 from storage.livesession import LiveMark, ensure_free
 from storage.locking import FILE_MODE, make_private_dirs
 
+HOLDER_WAIT = 0.5
+"""Seconds a refused writer waits for the holder to write its identity (it does so right after
+taking the lock), so that the refusal names it; a holder that releases meanwhile lets us in."""
+
 
 def lock_path(config_dir: Path, session_id: str) -> Path:
     return config_dir / "session-lsp" / "locks" / f"{session_id.lower()}.lock"
@@ -82,17 +86,25 @@ def admit(
     path = lock_path(config_dir, session_id)
     make_private_dirs(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = _holder(fd)
-        os.close(fd)
-        who = holder.get("entrypoint") or "session-lsp"
-        pid = holder.get("pid", "?")
-        raise InUse(
-            f"Session ID {session_id} is already in use by another {who} writer (pid {pid}); try again when it ends",
-            holder,
-        ) from None
+    deadline = time.monotonic() + HOLDER_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            holder = _holder(fd)
+            if not holder and time.monotonic() < deadline:
+                # the winner has the lock but has not written who it is yet (or is just releasing it)
+                time.sleep(0.005)
+                continue
+            os.close(fd)
+            who = holder.get("entrypoint") or "session-lsp"
+            pid = holder.get("pid", "?")
+            raise InUse(
+                f"Session ID {session_id} is already in use by another {who} writer (pid {pid}); "
+                "try again when it ends",
+                holder,
+            ) from None
     try:
         me = {"pid": os.getpid(), "entrypoint": entrypoint, "startedAt": int(time.time() * 1000), "cwd": cwd}
         os.ftruncate(fd, 0)

@@ -136,6 +136,7 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "resume_session": S2,
         "fork": {"path": str(s1)},
         "turn": {"path": str(s2), "prompt": "Say hello from Neovim."},
+        "permission": {"path": str(s1), "prompt": "BASH touch should-not-exist", "answer": "deny"},
         "conversation": {"path": str(next(projects.glob(f"*/{CONVO}.jsonl"))), "prompt": CONVO_PROMPT},
         "lsp_log_level": "WARN",
     }
@@ -284,6 +285,18 @@ def test_turn_streams_the_reply(nvim_run: dict[str, Any]) -> None:
     assert result["text"], result
     assert any(result["text"].splitlines()[0] in line for line in rec["lines"]), rec["lines"]
     assert rec["progress_reports"] > 0, "no streamed progress"
+
+
+def test_turn_asks_permission_and_a_denial_is_recorded(nvim_run: dict[str, Any]) -> None:
+    rec = _step(nvim_run, "permission")
+    assert rec["done"], f"runTurn never answered\n{nvim_run['diag']}"
+    assert rec["response"]["err"] is None, rec["response"]["err"]
+    assert rec["asked"] == [{"tool": "Bash", "preview": "touch should-not-exist"}]
+    result = rec["response"]["result"]
+    assert result["stopReason"] == "denied"
+    texts = [b.get("text") for r in _rows(Path(result["path"])) if r and r.get("type") == "user"
+             for b in (r["message"]["content"] if isinstance(r["message"]["content"], list) else [])]
+    assert texts[-1] == "[Request interrupted by user for tool use]"
 
 
 def test_conversation_buffer_folds_hidden_items_and_jumps(nvim_run: dict[str, Any]) -> None:

@@ -25,6 +25,17 @@ def test_overview_uses_bundled_example_without_claude_home(tmp_path: Path) -> No
         assert f"echo: ORACLE {sid}" in out.stdout
 
 
+def test_overview_falls_back_when_the_projects_folder_holds_no_session(tmp_path: Path) -> None:
+    (tmp_path / ".claude" / "projects" / "-some-project").mkdir(parents=True)
+    (tmp_path / ".claude" / "projects" / "-some-project" / "notes.txt").write_text("not a session")
+    env = {**os.environ, "HOME": str(tmp_path)}
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    out = subprocess.run([sys.executable, "-m", "server.cli", "overview"], capture_output=True, text=True, env=env,
+                         check=True)
+    assert "projects holds no session: using the bundled example" in out.stdout
+    assert "4 session(s)" in out.stdout
+
+
 def test_overview_reports_problems_with_their_line(corpus_projects: Path) -> None:
     path = corpus_projects / "-Users-me-shop/11111111-1111-4111-8111-111111111111.jsonl"
     lines = path.read_text().split("\n")

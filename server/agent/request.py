@@ -65,7 +65,9 @@ class TurnRequest:
         mode = _text(params, "mode") or ("resume" if session or path else "new")
         if mode not in ("auto", "new", "resume", "continue", "fork"):
             raise InvalidArgument(f"parameter 'mode' must be one of new, resume, continue, fork (got {mode!r})")
-        tools = params.get("tools") or []
+        tools = params.get("tools")
+        if tools is None:
+            tools = []
         if not isinstance(tools, list) or not all(isinstance(t, str) and t in OPT_IN_TOOLS for t in tools):
             raise InvalidArgument(f"parameter 'tools' must be a list of {', '.join(OPT_IN_TOOLS)}")
         ask = params.get("askPermission", False)

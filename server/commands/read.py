@@ -211,9 +211,10 @@ def _overview(args: argparse.Namespace) -> int:
     from storage.resume import resume
     from storage.sessions import list_sessions
 
-    if args.projects_dir is None and not default_projects_dir().is_dir():
+    if args.projects_dir is None and not list_sessions(default_projects_dir(), count=False):
+        why = "holds no session" if default_projects_dir().is_dir() else "does not exist"
         args.projects_dir = EXAMPLE_PROJECTS
-        print(f"(no {default_projects_dir()}: using the bundled example {EXAMPLE_PROJECTS})\n")
+        print(f"({default_projects_dir()} {why}: using the bundled example {EXAMPLE_PROJECTS})\n")
     root = projects_dir(args)
     sessions = list_sessions(root)
     index = ProjectIndex(root)

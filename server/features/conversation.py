@@ -90,11 +90,11 @@ def earlier_rows(t: Transcript, chain: Chain) -> list[Row]:
 
 def carries_effort(t: Transcript, chain: Chain) -> bool:
     """Whether the API form resume sends has the empty system message that carries the effort:
-    only for models that take system messages in the conversation (the model of the chain's last
-    reply, as `storage.apiform` decides), and only when no system message follows the first user
+    only for models that take system messages in the conversation (the model the resume continues
+    with, as `storage.models` decides), and only when no system message follows the first user
     message already (system-role attachments before the first reply make one, which carries it)."""
     replies = [r for r in chain.rows if r.type == "assistant"]
-    if not supports_system_messages(continued_model(read_entries(t.path, replies))):
+    if not supports_system_messages(continued_model(read_entries(t.path, replies[-8:]))):
         return False
     first_reply = next((i for i, r in enumerate(chain.rows) if r.type == "assistant"), len(chain.rows))
     attachments = [r for r in chain.rows[:first_reply] if r.type == "attachment"]

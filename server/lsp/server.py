@@ -10,6 +10,7 @@ import asyncio
 import concurrent.futures
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -20,7 +21,12 @@ from typing import Any, BinaryIO
 
 import cattrs
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcServerNotInitialized,
+)
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
@@ -83,11 +89,41 @@ class _Undecodable:
     jsonrpc: str = "2.0"
 
 
+@dataclass
+class _Malformed:
+    """A request that is not a JSON-RPC 2.0 request (wrong `jsonrpc`, a `method` that is not a string)."""
+
+    msg_id: Any
+    problem: str
+    jsonrpc: str = "2.0"
+
+
+def _malformed(data: dict[str, Any]) -> _Malformed | None:
+    if "id" not in data or "result" in data or "error" in data:
+        return None  # a notification or a response: nothing to answer
+    msg_id = data["id"] if isinstance(data["id"], (str, int)) and not isinstance(data["id"], bool) else None
+    if data.get("jsonrpc") != "2.0":
+        return _Malformed(msg_id, f"'jsonrpc' must be \"2.0\", not {data.get('jsonrpc')!r}")
+    if not isinstance(data.get("method"), str):
+        return _Malformed(msg_id, "'method' must be a string")
+    return None
+
+
 class SessionProtocol(LanguageServerProtocol):
-    """pygls drops a request whose params fail to decode without answering; we answer it with
-    InvalidParams naming the field, so the client is never left waiting."""
+    """pygls drops a request whose params fail to decode, or that is not JSON-RPC 2.0, without
+    answering; we answer them (InvalidParams naming the field, InvalidRequest) so the client is never
+    left waiting.
+    As LSP requires, requests before `initialize` get ServerNotInitialized, a second `initialize`
+    is refused, and requests after `shutdown` get InvalidRequest."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._initialize_received = False
 
     def structure_message(self, data: dict[str, Any]) -> Any:
+        bad = _malformed(data)
+        if bad is not None:
+            return bad
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
@@ -95,14 +131,34 @@ class SessionProtocol(LanguageServerProtocol):
                 return _Undecodable(data["id"], str(data["method"]), _field_problem(exc))
             return None
 
+    def _refuse(self, msg_id: Any, error: JsonRpcException) -> None:
+        self._send_response(msg_id, None, error.to_response_error())
+
     def handle_message(self, message: Any) -> None:
         if message is None:
             return
+        if isinstance(message, _Malformed):
+            self._refuse(
+                message.msg_id, JsonRpcInvalidRequest(message=f"not a JSON-RPC 2.0 request: {message.problem}")
+            )
+            return
         if isinstance(message, _Undecodable):
-            error = JsonRpcInvalidParams(message=f"invalid parameters for {message.method}: {message.problem}")
-            self._send_response(message.msg_id, None, error.to_response_error())
+            self._refuse(
+                message.msg_id,
+                JsonRpcInvalidParams(message=f"invalid parameters for {message.method}: {message.problem}"),
+            )
             return
         method = getattr(message, "method", None)
+        is_request = method is not None and getattr(message, "id", None) is not None
+        if method == lsp.INITIALIZE:
+            if self._initialize_received:
+                self._refuse(message.id, JsonRpcInvalidRequest(message="initialize may only be sent once"))
+                return
+            self._initialize_received = True
+        elif not self._initialize_received and method not in (None, lsp.EXIT):
+            if is_request:
+                self._refuse(message.id, JsonRpcServerNotInitialized(message=f"{method} before initialize"))
+            return  # notifications before initialize are dropped, as LSP says
         if self._shutdown and method not in (None, lsp.EXIT) and getattr(message, "id", None) is not None:
             refusal = JsonRpcInvalidRequest(message=f"the server is shutting down; {method} is not served")
             self._send_response(message.id, None, refusal.to_response_error())
@@ -145,6 +201,7 @@ class SessionServer(LanguageServer):
         self._stop_event = threading.Event()
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
         reader = StreamReader(stdin or sys.stdin.buffer)
+        self._end_on_signals()
         code = 0
         try:
             asyncio.run(
@@ -160,6 +217,19 @@ class SessionServer(LanguageServer):
             log.error("the client is gone")
             code = 1
         self.terminate(code)
+
+    def _end_on_signals(self) -> None:
+        """SIGTERM (an editor stopping its server) and SIGINT (Ctrl-C) end the process as `exit`
+        does, with status 128 + the signal: running turns are cancelled, so the commands their
+        tools started are killed and the interruption is recorded, rather than left running."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def on_signal(signum: int, _frame: object) -> None:
+            threading.Thread(target=self.terminate, args=(128 + signum,), name="signal-exit", daemon=True).start()
+
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, on_signal)
 
     def terminate(self, code: int) -> None:
         """Stop everything and end the process: turns are cancelled and get EXIT_GRACE seconds to

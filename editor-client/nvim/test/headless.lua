@@ -317,6 +317,28 @@ function H.run()
     end)
   end
 
+  if cfg.permission then
+    step('permission', function(rec)
+      local bufnr = edit(cfg.permission.path)
+      wait_attached(bufnr, rec)
+      rec.asked = {}
+      -- the user's choice, as a prompt function would return it (the default one is confirm())
+      sl.config.permission_prompt = function(params)
+        table.insert(rec.asked, { tool = params.tool, preview = params.preview })
+        return cfg.permission.answer
+      end
+      local got
+      sl.turn(cfg.permission.prompt, {}, function(result, e)
+        got = { result = result or vim.NIL, err = e and (e.message or vim.inspect(e)) or vim.NIL }
+      end)
+      rec.done = wait(cfg.turn_timeout_ms or cfg.timeout_ms, function()
+        return got ~= nil
+      end)
+      rec.response = got or vim.NIL
+      sl.config.permission_prompt = nil
+    end)
+  end
+
   if cfg.conversation then
     step('conversation', function(rec)
       local c = cfg.conversation

@@ -1,6 +1,7 @@
 // Starting, stopping and talking to the session-lsp server.
 
 import * as vscode from 'vscode';
+import { decisionOf, permissionPrompt, type PermissionParams } from './lib/permission';
 import { execFile } from 'child_process';
 import {
   LanguageClient,
@@ -188,6 +189,15 @@ export class SessionServer implements vscode.Disposable {
     }
     client.onNotification(Methods.didChange, (p: DidChangeParams) => {
       this.changeEmitter.fire(p ?? {});
+    });
+    // an agent turn asks before a tool it was not allowed up front (Bash, Edit, Write) runs
+    client.onRequest(Methods.permission, async (p: PermissionParams) => {
+      const { message, detail, choices } = permissionPrompt(p);
+      this.log(`permission asked: ${p.tool} in session ${p.sessionId}`);
+      const choice = await vscode.window.showWarningMessage(message, { modal: true, detail }, ...choices);
+      const decision = decisionOf(choice);
+      this.log(`permission ${decision}: ${p.tool} ${p.toolUseId}`);
+      return { decision };
     });
     this.log(`server running (projects folder ${projectsDir})`);
     this.setState('running');

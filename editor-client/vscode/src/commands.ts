@@ -375,6 +375,9 @@ export class Commands {
     if (model) {
       params.model = model;
     }
+    if (cfg.get<boolean>('askPermission') ?? true) {
+      params.askPermission = true; // Bash, Edit and Write are offered, each asked for before it runs
+    }
 
     const panel = new TurnPanel(`Agent turn: ${oneLine(sessionLabel, 30)}`, {
       prompt,

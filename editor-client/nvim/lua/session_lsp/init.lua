@@ -38,6 +38,10 @@ local defaults = {
   capabilities = nil,
   -- Milliseconds to wait for the server to come up before a command gives up.
   start_timeout = 30000,
+  -- :SessionTurn offers Bash, Edit and Write too, asking before each call (false: read-only tools only).
+  ask_permission = true,
+  -- How to ask: function(params) -> 'allow' | 'allowSession' | 'deny'; nil = a confirm() prompt.
+  permission_prompt = nil,
 }
 
 M.config = vim.deepcopy(defaults)
@@ -167,6 +171,33 @@ end
 local progress_handler -- defined below
 local did_change_handler
 
+--- The server asks before a tool the turn was not allowed up front runs: the command, or the edit
+--- as a diff, with allow once / allow for this session / deny (no answer, or an error, denies).
+local function confirm_permission(params)
+  local lines = {
+    string.format('Claude wants to use %s in %s:', params.tool or '?', params.cwd or '?'),
+    '',
+  }
+  for line in tostring(params.preview or ''):gmatch('[^\n]+') do
+    table.insert(lines, line)
+    if #lines > 30 then
+      table.insert(lines, '...')
+      break
+    end
+  end
+  local choice = vim.fn.confirm(table.concat(lines, '\n'), '&Allow once\nAllow for this &session\n&Deny', 3)
+  return ({ 'allow', 'allowSession', 'deny' })[choice] or 'deny'
+end
+
+local function permission_handler(_, params)
+  local ask = M.config.permission_prompt or confirm_permission
+  local ok, decision = pcall(ask, params or {})
+  if not ok or (decision ~= 'allow' and decision ~= 'allowSession') then
+    decision = 'deny'
+  end
+  return { decision = decision }
+end
+
 function M.client_config()
   local root = M.projects_dir()
   return {
@@ -183,6 +214,9 @@ function M.client_config()
       end,
       ['sessions/didChange'] = function(...)
         return did_change_handler(...)
+      end,
+      ['sessions/permission'] = function(...)
+        return permission_handler(...)
       end,
     },
     on_attach = M.config.on_attach,
@@ -736,6 +770,9 @@ function M.turn(prompt, opts, callback)
   end
   params.provider = opts.provider or M.config.provider
   params.model = opts.model or M.config.model
+  if M.config.ask_permission then
+    params.askPermission = true
+  end
 
   if vim.bo.buftype == 'quickfix' then
     vim.cmd('wincmd p')

@@ -212,5 +212,6 @@ export const Methods = {
   fork: 'sessions/fork',
   conversation: 'sessions/conversation',
   runTurn: 'sessions/runTurn',
+  permission: 'sessions/permission',
   didChange: 'sessions/didChange',
 } as const;

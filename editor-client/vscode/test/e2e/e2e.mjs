@@ -387,6 +387,37 @@ async function main() {
     await shot('06-agent-turn.png');
   });
 
+  await check('an agent turn asks before Bash runs; Deny is recorded as the CLI records a No', async () => {
+    const file = path.join(PROJECTS, '-Users-me-other', `${TURN_SESSION}.jsonl`);
+    const before = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
+    await page.locator('.monaco-editor .view-lines').first().click();
+    await runCommand('Claude Sessions: Run Agent Turn');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('BASH touch should-not-exist');
+    await page.keyboard.press('Enter');
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 60000 });
+    const asked = norm(await dialog.innerText());
+    log(`permission dialog: ${asked.slice(0, 160)}`);
+    if (!asked.includes('Claude wants to run a command (Bash)')) throw new Error(`unexpected dialog: ${asked}`);
+    if (!asked.includes('touch should-not-exist')) throw new Error('the dialog does not show the command');
+    await shot('14-permission.png');
+    await dialog.getByRole('button', { name: 'Deny' }).click();
+    const frame = await until('the agent turn panel', () => webviewFrameWith('#reply'), 20000);
+    const status = await until('the turn to finish', async () => {
+      const s = norm(await frame.locator('#status').innerText());
+      return /^(Done|Failed|Cancelled)/.test(s) ? s : undefined;
+    }, 60000, 100);
+    if (!status.startsWith('Done')) throw new Error(`turn did not end cleanly: ${status}`);
+    const added = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).slice(before).map((l) => JSON.parse(l));
+    const texts = added.flatMap((r) => (Array.isArray(r.message?.content) ? r.message.content : []));
+    if (!texts.some((b) => b.type === 'tool_result' && b.is_error && String(b.content).includes("doesn't want to proceed")))
+      throw new Error('no rejected tool result recorded');
+    if (!texts.some((b) => b.type === 'text' && b.text === '[Request interrupted by user for tool use]'))
+      throw new Error('no interruption recorded');
+  });
+
   // ---- the conversation panel ----------------------------------------------------------------
   const convoFile = path.join(PROJECTS, '-tmp-slsp-convo-work', `${CONVO_SESSION}.jsonl`);
   const convoRows = () => fs.readFileSync(convoFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));

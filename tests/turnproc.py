@@ -1,0 +1,163 @@
+"""`session-lsp turn` as a real child process with the scripted test model, for the tests that
+race, hold and interrupt writers. Output is read on threads so a test can wait for the turn to
+get somewhere (its streamed reply) without blocking."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli_env(config: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["CLAUDE_CONFIG_DIR"] = str(config)
+    env.pop("ANTHROPIC_API_KEY", None)
+    return env
+
+
+def session_lsp(*args: str, config: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "server.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=cli_env(config),
+        timeout=timeout,
+    )
+
+
+def new_session(projects: Path, work: Path) -> tuple[str, Path]:
+    """A session made by one real `turn --new` (the scripted model echoes)."""
+    done = session_lsp(
+        "turn",
+        "--new",
+        "--cwd",
+        str(work),
+        "--projects-dir",
+        str(projects),
+        "--provider",
+        "scripted",
+        "--json",
+        "hello",
+        config=projects.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    return out["sessionId"], Path(out["path"])
+
+
+class TurnProcess:
+    def __init__(self, projects: Path, work: Path, prompt: str, *extra: str) -> None:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "server.cli",
+                "turn",
+                "--cwd",
+                str(work),
+                "--projects-dir",
+                str(projects),
+                "--provider",
+                "scripted",
+                *extra,
+                prompt,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env=cli_env(projects.parent),
+        )
+        self.pid = self.proc.pid
+        self.stdout = b""
+        self.stderr = b""
+        self._threads = [
+            threading.Thread(target=self._pump, args=(name,), daemon=True) for name in ("stdout", "stderr")
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _pump(self, name: str) -> None:
+        stream = getattr(self.proc, name)
+        while True:
+            chunk = os.read(stream.fileno(), 4096)
+            if not chunk:
+                return
+            setattr(self, name, getattr(self, name) + chunk)
+
+    def wait_output(self, needle: bytes, timeout: float = 30, stream: str = "stdout") -> float:
+        """Seconds until `stream` holds `needle` (the turn got that far)."""
+        began = time.monotonic()
+        while needle not in getattr(self, stream):
+            assert self.proc.poll() is None or needle in getattr(self, stream), (
+                f"the turn ended ({self.proc.returncode}) before {needle!r}: {self.stderr[-1500:]!r}"
+            )
+            assert time.monotonic() - began < timeout, f"no {needle!r} in {timeout} s"
+            time.sleep(0.02)
+        return time.monotonic() - began
+
+    def wait_tool(self, name: str = "Bash", timeout: float = 30) -> float:
+        """Seconds until the turn started calling tool `name` (it holds its session by then)."""
+        return self.wait_output(f"{name}(".encode(), timeout, "stderr")
+
+    def interrupt(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+
+    def wait(self, timeout: float) -> tuple[int | None, float]:
+        """(exit status, or None if still running after `timeout`; seconds waited)."""
+        began = time.monotonic()
+        try:
+            rc: int | None = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            rc = None
+        for t in self._threads:
+            t.join(timeout=1)
+        return rc, time.monotonic() - began
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def commands_with(marker: str) -> list[int]:
+    """Pids of live `bash -c` commands (run by the Bash tool) holding `marker` (a test's hung commands)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if cmdline.startswith(b"bash\x00-c\x00") and marker.encode() in cmdline and state != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+def wait_gone(marker: str, timeout: float) -> float | None:
+    """Seconds until no process holds `marker`; None if some still do after `timeout`."""
+    began = time.monotonic()
+    while commands_with(marker):
+        if time.monotonic() - began > timeout:
+            return None
+        time.sleep(0.05)
+    return time.monotonic() - began
+
+
+def reap(marker: str) -> None:
+    """Kill what a failed test left running (each hung command leads its own process group)."""
+    for pid in commands_with(marker):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
