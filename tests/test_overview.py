@@ -30,8 +30,9 @@ def test_overview_falls_back_when_the_projects_folder_holds_no_session(tmp_path:
     (tmp_path / ".claude" / "projects" / "-some-project" / "notes.txt").write_text("not a session")
     env = {**os.environ, "HOME": str(tmp_path)}
     env.pop("CLAUDE_CONFIG_DIR", None)
-    out = subprocess.run([sys.executable, "-m", "server.cli", "overview"], capture_output=True, text=True, env=env,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "server.cli", "overview"], capture_output=True, text=True, env=env, check=True
+    )
     assert "projects holds no session: using the bundled example" in out.stdout
     assert "4 session(s)" in out.stdout
 
