@@ -107,12 +107,17 @@ class Driver:
         self.oracles: dict[str, dict[str, Any]] = {}
         self.fork_id = ""
 
-    def step(self, cwd: Path, prompt: str, *args: str, flags: list[str] = BARE,
-             kill_after: float | None = None) -> str:
+    def step(self, cwd: Path, prompt: str, *args: str, flags: list[str] = BARE, kill_after: float | None = None) -> str:
         first = len(self.model.requests)
-        done = run_claude([prompt, *args, *flags], cwd=cwd, config_dir=BASE / "config",
-                          base_url=self.model.base_url, home=BASE / "home", timeout=120,
-                          kill_after=kill_after)
+        done = run_claude(
+            [prompt, *args, *flags],
+            cwd=cwd,
+            config_dir=BASE / "config",
+            base_url=self.model.base_url,
+            home=BASE / "home",
+            timeout=120,
+            kill_after=kill_after,
+        )
         last = len(self.model.requests) - 1
         shown = " ".join([prompt, *args, *(["--bare"] if "--bare" in flags else [])])
         self.log.append(f"== cwd={cwd} -p {shown}")
@@ -196,7 +201,7 @@ def write_readme(d: Driver) -> None:
         "",
         "`projects/` is that config dir's `projects/` folder, copied byte for byte: nothing was edited",
         "or scrubbed. To keep it small every step ran with",
-        f"`--bare --system-prompt \"{SYSTEM}\" --tools Read,Glob,Grep,Agent`,",
+        f'`--bare --system-prompt "{SYSTEM}" --tools Read,Glob,Grep,Agent`,',
         f"except the subagent session `{S2}`, which ran without `--bare` (`--bare` has no Agent tool;",
         "so that file has the environment, skill listing and prompt_snapshot attachments of a normal run).",
         "",
@@ -212,7 +217,7 @@ def write_readme(d: Driver) -> None:
         f"  ({len(str(LONG).encode('utf-16-le')) // 2} UTF-16 units, so the project folder has the hash suffix):"
         f" `{S4}` (READ, LS, which the CLI does not have: an error tool_result, GLOB);",
         f"- `{ZH}`: `{S5}` (Chinese prompt, READ);",
-        f"- `{CAFE}`: `{S6}` started with `-n \"{TITLE}\"`, then resumed with `--resume \"{TITLE}\"`.",
+        f'- `{CAFE}`: `{S6}` started with `-n "{TITLE}"`, then resumed with `--resume "{TITLE}"`.',
         "",
         "`steps.log` lists every command in order with its cwd, stdout, exit code and the indexes",
         "(0-based lines of `api-requests.jsonl`) of the requests it made. `api-requests.jsonl` has one",
@@ -241,8 +246,9 @@ def main() -> int:
         requests = list(model.requests)
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir(parents=True)
-    shutil.copytree(BASE / "config" / "projects", OUT / "projects",
-                    ignore=lambda d, names: [n for n in names if n == "memory"])
+    shutil.copytree(
+        BASE / "config" / "projects", OUT / "projects", ignore=lambda d, names: [n for n in names if n == "memory"]
+    )
     with (OUT / "api-requests.jsonl").open("w", encoding="utf-8") as f:
         for request in requests:
             f.write(json.dumps(condense(request), ensure_ascii=False) + "\n")

@@ -42,8 +42,9 @@ def _remap_compact(meta: Any, ids: dict[str, str]) -> Any:
     return out
 
 
-def fork_entries(rows: list[Row], bodies: list[dict[str, Any]], new_sid: str, *, source_sid: str,
-                 fresh: bool) -> list[dict[str, Any]]:
+def fork_entries(
+    rows: list[Row], bodies: list[dict[str, Any]], new_sid: str, *, source_sid: str, fresh: bool
+) -> list[dict[str, Any]]:
     """The chain rows rewritten for the new session, in order."""
     ids = {r.uuid: str(uuidlib.uuid4()) for r in rows if r.uuid} if fresh else {}
     out: list[dict[str, Any]] = []
@@ -74,8 +75,15 @@ def fork_entries(rows: list[Row], bodies: list[dict[str, Any]], new_sid: str, *,
     return out
 
 
-def fork_session(source: Path, projects_dir: Path, *, at_uuid: str | None = None, title: str | None = None,
-                 session_id: str | None = None, fsync: bool = False) -> tuple[str, Path]:
+def fork_session(
+    source: Path,
+    projects_dir: Path,
+    *,
+    at_uuid: str | None = None,
+    title: str | None = None,
+    session_id: str | None = None,
+    fsync: bool = False,
+) -> tuple[str, Path]:
     """Fork `source` (a session file of `projects_dir`) into `<its folder>/<new id>.jsonl`; returns
     (new session id, path). Both are decided by `storage.access.resolve_target`."""
     source = resolve_target(projects_dir, path=source, access="read")

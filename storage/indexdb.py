@@ -23,10 +23,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 
@@ -128,9 +128,13 @@ def _private_file(path: Path) -> None:
         os.close(fd)
 
 
-def _locked(method: Any) -> Any:
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _locked(method: Callable[Concatenate[IndexDB, _P], _R]) -> Callable[Concatenate[IndexDB, _P], _R]:
     @functools.wraps(method)
-    def wrapper(self: IndexDB, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: IndexDB, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with self.lock:
             return method(self, *args, **kwargs)
 

@@ -121,10 +121,10 @@ def row_from_line(raw: bytes | memoryview, line: int, offset: int) -> Row | None
             row.message_id = message.id
             content = message.content
             if content.__class__ is list and content:
-                _take_blocks(row, content)  # type: ignore[arg-type]
+                _take_blocks(row, content)
                 result = e.tool_use_result
                 if row.tool_result_ids and result.__class__ is _ToolResult:
-                    agent = result.agentId  # type: ignore[union-attr]
+                    agent = result.agentId
                     row.spawned_agent = agent if agent.__class__ is str else None
         if e.forked_from is not _NULL:
             fork = orjson.loads(memoryview(e.forked_from))

@@ -173,7 +173,10 @@ def _guard_process() -> subprocess.Popen[bytes]:
     """A child that lives exactly as long as we do (it exits when its stdin pipe closes)."""
     return subprocess.Popen(
         [sys.executable, "-c", "import sys; sys.stdin.buffer.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
     )
 
 
@@ -185,8 +188,15 @@ class LiveMark:
     so a record never outlives its writer (a crash leaves a dead pid, which both sides ignore).
     """
 
-    def __init__(self, session_id: str, cwd: str, *, config_dir: Path | None = None,
-                 version: str = "", entrypoint: str = "session-lsp") -> None:
+    def __init__(
+        self,
+        session_id: str,
+        cwd: str,
+        *,
+        config_dir: Path | None = None,
+        version: str = "",
+        entrypoint: str = "session-lsp",
+    ) -> None:
         self.root = sessions_dir(config_dir)
         self.session_id = session_id
         self.guard: subprocess.Popen[bytes] | None = None
@@ -237,7 +247,7 @@ class LiveMark:
             _MARKED_BY_US.pop(self.path, None)
         if self.guard is not None:
             with contextlib.suppress(OSError):
-                self.guard.stdin.close()  # type: ignore[union-attr]
+                self.guard.stdin.close()  # type: ignore[union-attr]  # started with stdin=PIPE, so never None
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.guard.wait(timeout=5)
             self.guard = None

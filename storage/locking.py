@@ -29,17 +29,6 @@ def locked_append_fd(path: os.PathLike[str] | str) -> Iterator[int]:
         os.close(fd)  # closing drops the lock
 
 
-@contextmanager
-def locked_shared(path: os.PathLike[str] | str) -> Iterator[None]:
-    """A shared lock on an existing file: readers that want to see only whole batches."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        yield
-    finally:
-        os.close(fd)
-
-
 def make_private_dirs(path: os.PathLike[str] | str) -> list[str]:
     """`mkdir -p` giving every folder it creates mode 0700 (existing ones are left alone);
     returns the folders created, outermost first."""

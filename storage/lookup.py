@@ -31,9 +31,7 @@ def find_by_title(projects_dir: Path, title: str, cwd: str | None = None, access
     """Exactly one session whose custom title (else AI title) equals `title`."""
     dirs = candidate_project_dirs(projects_dir, resolve_cwd(cwd)) if cwd else None
     matches = [
-        s.path
-        for s in list_sessions(projects_dir, dirs, count=False)
-        if (s.custom_title or s.ai_title) == title
+        s.path for s in list_sessions(projects_dir, dirs, count=False) if (s.custom_title or s.ai_title) == title
     ]
     if len(matches) == 1:
         return resolve_target(projects_dir, path=matches[0], access=access)

@@ -29,8 +29,9 @@ def write_private_json(path: Path, value: Any) -> None:
     os.replace(tmp, path)
 
 
-def append_metadata(path: Path, entry: dict[str, Any], *, config_dir: Path | None = None,
-                    fsync: bool = False) -> TornTail | None:
+def append_metadata(
+    path: Path, entry: dict[str, Any], *, config_dir: Path | None = None, fsync: bool = False
+) -> TornTail | None:
     """Append one metadata row to a session file decided by `storage.access.resolve_target`,
     unless another writer holds it (`storage.admission`)."""
     path = Path(path)

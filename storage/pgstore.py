@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -215,7 +215,7 @@ class PostgresSessionStore:
         await self.close()
 
     @asynccontextmanager
-    async def _connection(self):  # type: ignore[no-untyped-def]
+    async def _connection(self) -> AsyncIterator[Any]:
         import psycopg
         from psycopg_pool import PoolTimeout
 
@@ -251,7 +251,7 @@ class PostgresSessionStore:
                 "RETURNING id, next_seq, summary::text",
                 (project_key, session_id, subpath),
             )
-            stream_id, next_seq, summary_text = await cur.fetchone()  # type: ignore[misc]
+            stream_id, next_seq, summary_text = await cur.fetchone()
             carried = sorted({u for u in uids if u is not None})
             stored: set[str] = set()
             if carried:

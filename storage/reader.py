@@ -9,7 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator, MutableSequence
+from collections.abc import MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -132,32 +132,6 @@ def keyed(row: Row) -> Row:
     return row
 
 
-def iter_lines(path: Path, state: ReadState) -> Iterator[tuple[bytes, int, int, bool]]:
-    """(line bytes, 0-based line, byte offset, terminated) from `state` to the end of the file."""
-    line_no = state.line
-    with open_regular(path) as fh:
-        fh.seek(state.offset)
-        pending = state.tail
-        start = state.offset - len(pending)
-        while True:
-            chunk = fh.read(CHUNK)
-            if not chunk:
-                break
-            buf = pending + chunk if pending else chunk
-            pos = 0
-            while True:
-                nl = buf.find(b"\n", pos)
-                if nl < 0:
-                    break
-                yield buf[pos:nl], line_no, start + pos, True
-                line_no += 1
-                pos = nl + 1
-            start += pos
-            pending = buf[pos:]
-        if pending:
-            yield pending, line_no, start, False
-
-
 def read_transcript(
     path: Path, state: ReadState | None = None, line_offsets: MutableSequence[int] | None = None
 ) -> ReadResult:
@@ -235,7 +209,7 @@ def read_transcript(
     return result
 
 
-def read_entry(path: Path, row: Row) -> dict:
+def read_entry(path: Path, row: Row) -> dict[str, Any]:
     """The full decoded body of one row, read from the file on demand; `{}` when the row's bytes
     changed since it was indexed (a rewrite the index has not caught up with yet)."""
     with open_regular(path) as fh:
@@ -245,7 +219,7 @@ def read_entry(path: Path, row: Row) -> dict:
             return {}
 
 
-def read_entries_from(fh, rows: list[Row]) -> list[dict]:  # type: ignore[no-untyped-def]
+def read_entries_from(fh: BinaryIO, rows: list[Row]) -> list[dict[str, Any]]:
     """Bodies read as the CLI reads them. A span that no longer holds a JSON object (the file was
     rewritten since it was indexed) raises `StaleRow`."""
     out = []
@@ -271,7 +245,7 @@ def loads_as_cli(raw: bytes) -> Any:
     return loads_line(raw)[0]
 
 
-def read_entries(path: Path, rows: list[Row]) -> list[dict]:
+def read_entries(path: Path, rows: list[Row]) -> list[dict[str, Any]]:
     """Bodies of several rows, in the order given, with one open file."""
     with open_regular(path) as fh:
         return read_entries_from(fh, rows)

@@ -201,8 +201,14 @@ class _Writer:
                 return []
             return self._insert(fresh, start)
 
-    def record_prompt(self, content: str | list[dict[str, Any]], *, is_meta: bool = False,
-                      uuid: str | None = None, extra: dict[str, Any] | None = None) -> str:
+    def record_prompt(
+        self,
+        content: str | list[dict[str, Any]],
+        *,
+        is_meta: bool = False,
+        uuid: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> str:
         """A user prompt (text or content blocks); `is_meta` for context the user did not type."""
         entry: dict[str, Any] = {"type": "user", "message": {"role": "user", "content": content}}
         if is_meta:
@@ -217,8 +223,9 @@ class _Writer:
         written = self.record_entries([entry])
         return written[0] if written else str(uuid)
 
-    def record_assistant(self, message: dict[str, Any], *, uuids: list[str] | None = None,
-                         request_id: str | None = None) -> list[str]:
+    def record_assistant(
+        self, message: dict[str, Any], *, uuids: list[str] | None = None, request_id: str | None = None
+    ) -> list[str]:
         """One Messages API response: one row per content block, all with the response's
         `message.id`, model, stop reason and usage."""
         base = {k: v for k, v in message.items() if k != "content"}
@@ -239,8 +246,9 @@ class _Writer:
             entries.append(entry)
         return self.record_entries(entries)
 
-    def record_tool_results(self, blocks: list[dict[str, Any]], *, tool_use_results: list[Any] | None = None,
-                            uuids: list[str] | None = None) -> list[str]:
+    def record_tool_results(
+        self, blocks: list[dict[str, Any]], *, tool_use_results: list[Any] | None = None, uuids: list[str] | None = None
+    ) -> list[str]:
         """One user row per tool_result block, parented to the row that holds its tool_use (with
         `sourceToolAssistantUUID`) when that row is known, else to the cursor."""
         entries = []
@@ -272,8 +280,10 @@ class _Writer:
             pending = [tid for tid in self.chain.last_response_tools if tid not in self.chain.answered]
             if pending:
                 self.record_tool_results(
-                    [{"type": "tool_result", "tool_use_id": tid, "content": REJECTED_TOOL_USE, "is_error": True}
-                     for tid in pending],
+                    [
+                        {"type": "tool_result", "tool_use_id": tid, "content": REJECTED_TOOL_USE, "is_error": True}
+                        for tid in pending
+                    ],
                     tool_use_results=["User rejected tool use"] * len(pending),
                 )
         text = INTERRUPTED_FOR_TOOL_USE if for_tool_use else INTERRUPTED
@@ -302,8 +312,9 @@ class SubagentRecorder(_Writer):
         self.meta = meta
         # decided like every path we write: a planted `<sessionId>/` link is no way out
         projects = rec.path.parent.parent
-        self.path = resolve_target(projects, path=rec.path.with_suffix("") / "subagents" / f"agent-{agent_id}.jsonl",
-                                   access="create")
+        self.path = resolve_target(
+            projects, path=rec.path.with_suffix("") / "subagents" / f"agent-{agent_id}.jsonl", access="create"
+        )
         self.meta_path = self.path.with_name(f"agent-{agent_id}.meta.json")
         self.meta_written = False
 
@@ -311,9 +322,20 @@ class SubagentRecorder(_Writer):
 class SessionRecorder(_Writer):
     """One session being recorded. Build with `create()` (new) or `adopt()` (resume a file)."""
 
-    def __init__(self, path: Path, session_id: str, cwd: str, *, version: str, entrypoint: str,
-                 git_branch: str, fsync: bool, interval: float | None, mark_live: bool,
-                 config_dir: Path | None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        session_id: str,
+        cwd: str,
+        *,
+        version: str,
+        entrypoint: str,
+        git_branch: str,
+        fsync: bool,
+        interval: float | None,
+        mark_live: bool,
+        config_dir: Path | None,
+    ) -> None:
         self.rec = self
         self.path = path
         self.session_id = session_id
@@ -338,30 +360,57 @@ class SessionRecorder(_Writer):
         self._admission: Admission | None = None
         if mark_live:  # admitted before anything else is set up: a refused writer leaves nothing behind
             self._admission = admit(session_id, config_dir=config, cwd=cwd, version=version, entrypoint=entrypoint)
-        self._queue = WriteQueue(fsync=fsync, interval=interval, on_torn=self.torn_tails.append,
-                                 trailer=self._trailer)
+        self._queue = WriteQueue(fsync=fsync, interval=interval, on_torn=self.torn_tails.append, trailer=self._trailer)
 
     # ---- construction -------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, projects_dir: Path, cwd: str, *, session_id: str | None = None,
-               version: str = DEFAULT_VERSION, entrypoint: str = "session-lsp", git_branch: str | None = None,
-               fsync: bool = False, interval: float | None = FLUSH_INTERVAL, mark_live: bool = True,
-               config_dir: Path | None = None) -> SessionRecorder:
+    def create(
+        cls,
+        projects_dir: Path,
+        cwd: str,
+        *,
+        session_id: str | None = None,
+        version: str = DEFAULT_VERSION,
+        entrypoint: str = "session-lsp",
+        git_branch: str | None = None,
+        fsync: bool = False,
+        interval: float | None = FLUSH_INTERVAL,
+        mark_live: bool = True,
+        config_dir: Path | None = None,
+    ) -> SessionRecorder:
         """A new session of `cwd` under `projects_dir`; its file is made on the first message."""
         real = resolve_cwd(cwd)
         sid = session_id or new_uuid()
         if (Path(projects_dir) / project_folder_name(real) / f"{sid}.jsonl").exists():
             raise SessionIdInUse(f"Session ID {sid} is already in use.")
         path = new_session_path(projects_dir, real, sid)
-        return cls(path, sid, real, version=version, entrypoint=entrypoint,
-                   git_branch=git_branch or git_branch_of(real), fsync=fsync, interval=interval,
-                   mark_live=mark_live, config_dir=config_dir if config_dir is not None else Path(projects_dir).parent)
+        return cls(
+            path,
+            sid,
+            real,
+            version=version,
+            entrypoint=entrypoint,
+            git_branch=git_branch or git_branch_of(real),
+            fsync=fsync,
+            interval=interval,
+            mark_live=mark_live,
+            config_dir=config_dir if config_dir is not None else Path(projects_dir).parent,
+        )
 
     @classmethod
-    def adopt(cls, path: Path, *, fsync: bool = False, version: str = DEFAULT_VERSION,
-              entrypoint: str = "session-lsp", interval: float | None = FLUSH_INTERVAL, mark_live: bool = True,
-              config_dir: Path | None = None, leaf_uuid: str | None = None) -> SessionRecorder:
+    def adopt(
+        cls,
+        path: Path,
+        *,
+        fsync: bool = False,
+        version: str = DEFAULT_VERSION,
+        entrypoint: str = "session-lsp",
+        interval: float | None = FLUSH_INTERVAL,
+        mark_live: bool = True,
+        config_dir: Path | None = None,
+        leaf_uuid: str | None = None,
+    ) -> SessionRecorder:
         """Resume an existing transcript: later rows go to the same file, continuing the chain
         the CLI would rebuild (from `leaf_uuid` if given)."""
         path = Path(path)
@@ -372,10 +421,20 @@ class SessionRecorder(_Writer):
         stamp_rows = [r for r in reversed(t.rows) if r.is_chain_row][:1]
         bodies = read_entries(path, meta_rows + stamp_rows)
         stamp = bodies[-1] if stamp_rows else {}
-        cwd = stamp.get("cwd") if isinstance(stamp.get("cwd"), str) else resolve_cwd(os.getcwd())
-        branch = stamp.get("gitBranch") if isinstance(stamp.get("gitBranch"), str) else git_branch_of(cwd)
-        rec = cls(path, session_id, cwd, version=version, entrypoint=entrypoint, git_branch=branch, fsync=fsync,
-                  interval=interval, mark_live=mark_live, config_dir=config_dir)
+        cwd = found if isinstance(found := stamp.get("cwd"), str) else resolve_cwd(os.getcwd())
+        branch = found if isinstance(found := stamp.get("gitBranch"), str) else git_branch_of(cwd)
+        rec = cls(
+            path,
+            session_id,
+            cwd,
+            version=version,
+            entrypoint=entrypoint,
+            git_branch=branch,
+            fsync=fsync,
+            interval=interval,
+            mark_live=mark_live,
+            config_dir=config_dir,
+        )
         rec.chain.load(t, sidechain=False)
         rec.chain.cursor = (chain.rows[-1].uuid or None) if chain.rows else None  # uuid-less rows share ""
         messages = [r for r in chain.rows if r.is_message]
@@ -440,8 +499,15 @@ class SessionRecorder(_Writer):
 
     # ---- more kinds of rows -------------------------------------------------------------------
 
-    def record_compact_boundary(self, summary: str, *, trigger: str = "manual", pre_tokens: int = 0,
-                                post_tokens: int | None = None, preserved: list[str] | None = None) -> tuple[str, str]:
+    def record_compact_boundary(
+        self,
+        summary: str,
+        *,
+        trigger: str = "manual",
+        pre_tokens: int = 0,
+        post_tokens: int | None = None,
+        preserved: list[str] | None = None,
+    ) -> tuple[str, str]:
         """A compaction: a boundary (null parent, `logicalParentUuid` = the cursor) and the summary
         user row after it. `preserved` uuids (already in the file, in order) are kept after the
         summary on resume."""
@@ -451,21 +517,38 @@ class SessionRecorder(_Writer):
         boundary_uuid = new_uuid()
         summary_uuid = new_uuid()
         if preserved:
-            meta["preservedSegment"] = {"headUuid": preserved[0], "anchorUuid": summary_uuid,
-                                        "tailUuid": preserved[-1]}
+            meta["preservedSegment"] = {"headUuid": preserved[0], "anchorUuid": summary_uuid, "tailUuid": preserved[-1]}
             meta["preservedMessages"] = {"anchorUuid": summary_uuid, "uuids": list(preserved)}
-        boundary = {"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted",
-                    "isMeta": False, "uuid": boundary_uuid, "level": "info", "compactMetadata": meta}
+        boundary = {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "content": "Conversation compacted",
+            "isMeta": False,
+            "uuid": boundary_uuid,
+            "level": "info",
+            "compactMetadata": meta,
+        }
         text = summary if summary.startswith(COMPACT_SUMMARY_PREFIX) else COMPACT_SUMMARY_PREFIX + summary
-        summary_row = {"type": "user", "message": {"role": "user", "content": text},
-                       "isVisibleInTranscriptOnly": True, "isCompactSummary": True, "uuid": summary_uuid}
+        summary_row = {
+            "type": "user",
+            "message": {"role": "user", "content": text},
+            "isVisibleInTranscriptOnly": True,
+            "isCompactSummary": True,
+            "uuid": summary_uuid,
+        }
         with self._lock:
             b, s = self._insert([boundary, summary_row], self.chain.cursor)
         return b, s
 
-    def record_subagent(self, agent_id: str | None = None, *, agent_type: str = "general-purpose",
-                        description: str = "", tool_use_id: str | None = None,
-                        **meta: Any) -> SubagentRecorder:
+    def record_subagent(
+        self,
+        agent_id: str | None = None,
+        *,
+        agent_type: str = "general-purpose",
+        description: str = "",
+        tool_use_id: str | None = None,
+        **meta: Any,
+    ) -> SubagentRecorder:
         """A subagent's transcript (`record_prompt`/`record_assistant`/`record_tool_results` on the
         returned object). `agent_id` defaults to `a` + 16 hex, as the CLI names them."""
         aid = agent_id or "a" + uuidlib.uuid4().hex[:16]
@@ -519,8 +602,11 @@ class SessionRecorder(_Writer):
             self.closed = True  # no more rows; the trailer stays quiet, the block below has it all
             if self.materialized:
                 with self._lock:
-                    tail = [self._last_prompt_entry(self.chain.last_message)] if (
-                        self.last_prompt or self.chain.last_message) else []
+                    tail = (
+                        [self._last_prompt_entry(self.chain.last_message)]
+                        if (self.last_prompt or self.chain.last_message)
+                        else []
+                    )
                     tail += [self.metadata[t] for t in METADATA_ORDER if t in self.metadata]
                     for entry in tail:
                         self._queue.put(self.path, dump_line(entry), None)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CHAIN_TYPES = frozenset({"user", "assistant", "attachment", "system"})
+"""Row types a conversation chain is made of (see `Row.is_chain_row`)."""
 MESSAGE_TYPES = frozenset({"user", "assistant"})
 
 
@@ -129,9 +130,9 @@ def _take_blocks(row: Row, content: list[Any]) -> None:
 def take_compact(row: Row, meta: Any) -> None:
     if not isinstance(meta, dict):
         return
-    seg = meta.get("preservedSegment") if isinstance(meta.get("preservedSegment"), dict) else {}
-    msgs = meta.get("preservedMessages") if isinstance(meta.get("preservedMessages"), dict) else {}
-    uuids = msgs.get("uuids") if isinstance(msgs.get("uuids"), list) else []
+    seg = found if isinstance(found := meta.get("preservedSegment"), dict) else {}
+    msgs = found if isinstance(found := meta.get("preservedMessages"), dict) else {}
+    uuids = found if isinstance(found := msgs.get("uuids"), list) else []
     anchor = _str(seg.get("anchorUuid")) or _str(msgs.get("anchorUuid"))
     if anchor or uuids:
         row.preserved = (

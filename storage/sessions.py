@@ -9,7 +9,6 @@ user or assistant row (a 1.0.x summary-only file, a 2.0.x empty one) is no sessi
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -40,7 +39,9 @@ TITLE_TYPES = frozenset({b"custom-title", b"ai-title", b"last-prompt", b"tag", b
 TITLE_MAX = 200
 TYPE_AT_START = re.compile(rb'\{\s*"type"\s*:\s*"([A-Za-z0-9_-]+)"')
 """Metadata rows start with their type; chain rows start with `parentUuid`."""
-CHAIN_TYPES = frozenset({b"user", b"assistant", b"attachment", b"system", b"progress"})
+HEAD_SCAN_TYPES = frozenset({b"user", b"assistant", b"attachment", b"system", b"progress"})
+"""Type markers of rows that carry a session's fields (cwd, uuid, first prompt); the head scan skips any other
+row that starts with its type (metadata). Not `storage.rows.CHAIN_TYPES`, the row types a chain is made of."""
 SKIP_PROMPT_PREFIXES = ("<command-name>", "<local-command-", "<command-message>", "<system-reminder>")
 
 
@@ -64,14 +65,14 @@ class SessionInfo:
     message_count: int = 0
     leaf_uuid: str | None = None
     git_branch: str | None = None
-    forked_from: dict[str, str] | None = None
+    forked_from: dict[str, Any] | None = None
     sidechain_start: bool = False
     has_messages: bool = False
     """Whether the file holds a user or assistant row (else the CLI finds no conversation in it)."""
     first_uuid: str | None = None
+    """The first chain row's uuid: a `--fork-session` copy starts with its source's rows."""
     started: str = ""
     """The file's first timestamp of any row (a fork's file starts when the forking process did)."""
-    """The first chain row's uuid: a `--fork-session` copy starts with its source's rows."""
     subagents: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -111,9 +112,7 @@ def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
+        return "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
     return ""
 
 
@@ -126,9 +125,7 @@ def real_prompt(entry: dict[str, Any]) -> str | None:
     if not isinstance(message, dict):
         return None
     content = message.get("content")
-    if isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    ):
+    if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
         return None
     text = text_of(content).strip()
     if not text or text.startswith(SKIP_PROMPT_PREFIXES):
@@ -203,11 +200,6 @@ def _last_branch(buf: bytes) -> str | None:
     return m.group(1).decode("utf-8", "replace") if m else None
 
 
-def count_messages(path: Path) -> int:
-    """User and assistant rows, counted by their type marker without parsing."""
-    return CountCache(None).count(path, path.stat())
-
-
 def read_session_info(
     path: Path, *, with_subagents: bool = True, count: bool = True, counts: CountCache | None = None
 ) -> SessionInfo:
@@ -225,7 +217,7 @@ def read_session_info(
     info.started = m.group(1).decode("ascii", "replace") if m else ""
     for line in _lines(head, whole):
         m = TYPE_AT_START.match(line)
-        if m is not None and m.group(1) not in CHAIN_TYPES:
+        if m is not None and m.group(1) not in HEAD_SCAN_TYPES:
             continue
         if not line.strip():
             continue
@@ -350,9 +342,10 @@ def attach_legacy_agents(project_dir: Path, sessions: list[SessionInfo]) -> None
         m = SESSION_ID_RE.search(head)
         owner = by_id.get(m.group(1).decode("ascii")) if m else None
         if owner is not None:
-            agent_id = path.stem[len("agent-"):]
-            owner.subagents.append({"agentId": agent_id, "path": str(path), "agentType": None,
-                                    "description": None, "toolUseId": None})
+            agent_id = path.stem[len("agent-") :]
+            owner.subagents.append(
+                {"agentId": agent_id, "path": str(path), "agentType": None, "description": None, "toolUseId": None}
+            )
 
 
 def _is_warmup(head: bytes) -> bool:
@@ -360,7 +353,9 @@ def _is_warmup(head: bytes) -> bool:
     first = next(_lines(head, True), b"")
     entry = _loads(first) if first.strip() else None
     message = entry.get("message") if entry is not None else None
-    return isinstance(message, dict) and entry.get("type") == "user" and message.get("content") == "Warmup"
+    if entry is None or not isinstance(message, dict):
+        return False
+    return entry.get("type") == "user" and message.get("content") == "Warmup"
 
 
 def link_session_forks(sessions: list[SessionInfo]) -> None:
@@ -378,10 +373,3 @@ def link_session_forks(sessions: list[SessionInfo]) -> None:
         for s in group[1:]:
             if s.forked_from is None:
                 s.forked_from = {"sessionId": source.session_id, "messageUuid": None}
-
-
-def file_mtime(path: Path) -> float:
-    try:
-        return os.stat(path).st_mtime
-    except OSError:
-        return 0.0

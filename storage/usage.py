@@ -184,7 +184,8 @@ def responses_of_lines(
             continue
         if not isinstance(entry, dict):
             continue
-        known = found.get((_message_id(entry),))
+        mid = _message_id(entry)
+        known = found.get((mid,)) if mid is not None else None
         if known is not None and _output_tokens(entry) <= known.output_tokens:
             continue  # another row of a response already counted
         r = response_from_entry(entry, path, offset, session_id, agent_id)

@@ -65,10 +65,12 @@ class UsageCache:
                 if isinstance(loaded, dict):
                     self.entries = loaded
 
-    def _stored(self, path: Path, st: os.stat_result, session_id: str | None, agent_id: str | None) -> tuple:
+    def _stored(
+        self, path: Path, st: os.stat_result, session_id: str | None, agent_id: str | None
+    ) -> tuple[int, list[Response]]:
         entry = self.entries.get(str(path))
         try:
-            ino, offset, packed = entry  # type: ignore[misc]
+            ino, offset, packed = entry  # type: ignore[misc]  # None or a bad entry raises TypeError/ValueError, caught below
             if ino != st.st_ino or not (isinstance(offset, int) and 0 <= offset <= st.st_size):
                 raise ValueError
             parent, sid = path.parent, session_id or path.stem

@@ -39,9 +39,7 @@ def _block_key(block: dict[str, Any], role: str) -> tuple[str, str]:
     return (btype, "")
 
 
-def differences(
-    ours: list[dict[str, Any]], oracle: list[dict[str, Any]], *, system_content: bool = True
-) -> list[str]:
+def differences(ours: list[dict[str, Any]], oracle: list[dict[str, Any]], *, system_content: bool = True) -> list[str]:
     """Roles, block kinds, prompt and reply texts, tool call and result ids. Scrubbed reminders in
     the oracle match any text block; system messages compare by emptiness only."""
     diffs: list[str] = []

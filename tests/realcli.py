@@ -64,9 +64,7 @@ def find_claude() -> Path | None:
     return OPT_CLAUDE if _usable(OPT_CLAUDE) else None
 
 
-def claude_env(
-    *, config_dir: Path, base_url: str, home: Path, extra: dict[str, str] | None = None
-) -> dict[str, str]:
+def claude_env(*, config_dir: Path, base_url: str, home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """A clean environment: private config dir and home, the scripted endpoint, no telemetry."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

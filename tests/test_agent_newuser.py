@@ -27,8 +27,13 @@ CWD = Path("/tmp/slsp-corpus/shop")  # the session's recorded working directory
 
 def _norm(messages: list[dict]) -> list[dict]:
     """The CLI sends a lone text as a string; compare it as one text block."""
-    return [{"role": m["role"], "content": [{"type": "text", "text": m["content"]}] if isinstance(m["content"], str)
-             else m["content"]} for m in messages]
+    return [
+        {
+            "role": m["role"],
+            "content": [{"type": "text", "text": m["content"]}] if isinstance(m["content"], str) else m["content"],
+        }
+        for m in messages
+    ]
 
 
 def _plain(messages: list[dict]) -> list[dict]:
@@ -37,7 +42,11 @@ def _plain(messages: list[dict]) -> list[dict]:
     for m in messages:
         if m["role"] == "system":
             continue
-        blocks = [b for b in m["content"] if not (b.get("type") == "text" and b.get("text", "").startswith("<system-reminder>"))]
+        blocks = [
+            b
+            for b in m["content"]
+            if not (b.get("type") == "text" and b.get("text", "").startswith("<system-reminder>"))
+        ]
         if out and out[-1]["role"] == m["role"]:
             out[-1]["content"] += blocks
         elif blocks:
@@ -65,13 +74,28 @@ def test_our_turns_match_the_cli_and_the_cli_resumes_them(tmp_path: Path) -> Non
         cli_sent, our_sent = [], []
         for prompt in prompts:
             n = len(srv.requests)
-            assert run_claude([prompt, "--resume", SID], cwd=str(CWD), config_dir=tmp_path / "cli" / "config",
-                              base_url=srv.base_url).returncode == 0
+            assert (
+                run_claude(
+                    [prompt, "--resume", SID],
+                    cwd=str(CWD),
+                    config_dir=tmp_path / "cli" / "config",
+                    base_url=srv.base_url,
+                ).returncode
+                == 0
+            )
             cli_sent.append(_norm(srv.requests[n]["messages"]))
             n = len(srv.requests)
-            run_turn(TurnRequest(prompt=prompt, session=str(ours), mode="resume", provider="anthropic",
-                                 projects_dir=ours.parent.parent,
-                                 base_url=srv.base_url, env={"ANTHROPIC_API_KEY": "sk-ant-test"}))
+            run_turn(
+                TurnRequest(
+                    prompt=prompt,
+                    session=str(ours),
+                    mode="resume",
+                    provider="anthropic",
+                    projects_dir=ours.parent.parent,
+                    base_url=srv.base_url,
+                    env={"ANTHROPIC_API_KEY": "sk-ant-test"},
+                )
+            )
             our_sent.append(_norm(srv.requests[n]["messages"]))
         # turn 1, from the same file: the same history, system messages included; the new prompt's
         # message differs only by the CLI's reminders of its new process (date, environment)
@@ -81,14 +105,25 @@ def test_our_turns_match_the_cli_and_the_cli_resumes_them(tmp_path: Path) -> Non
         # turn 2: the CLI's file now also holds those reminders of its turn 1; the rest is the same
         assert differences(_plain(our_sent[1]), _plain(cli_sent[1])) == []
         # both parallel calls were answered with the files' contents
-        results = [b for m in our_sent[1] + _norm(resume(ours).messages) for b in m["content"]
-                   if b.get("type") == "tool_result"]
+        results = [
+            b
+            for m in our_sent[1] + _norm(resume(ours).messages)
+            for b in m["content"]
+            if b.get("type") == "tool_result"
+        ]
         text = json.dumps(results)
         assert "alpha file" in text and "beta file" in text
         # the real CLI resumes our file and carries both turns as our reader rebuilds them
         n = len(srv.requests)
-        assert run_claude(["ORACLE now", "--resume", SID], cwd=str(CWD), config_dir=tmp_path / "ours" / "config",
-                          base_url=srv.base_url).returncode == 0
+        assert (
+            run_claude(
+                ["ORACLE now", "--resume", SID],
+                cwd=str(CWD),
+                config_dir=tmp_path / "ours" / "config",
+                base_url=srv.base_url,
+            ).returncode
+            == 0
+        )
         sent = _norm(srv.requests[n]["messages"])
         mine = _norm(resume(ours, effort_statement=True).messages)
         assert differences(mine[: len(sent) - 1], sent[:-1]) == []

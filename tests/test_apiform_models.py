@@ -13,11 +13,20 @@ from storage.resume import last_model, resume
 def _write(tmp_path: Path, model: str, rows_extra: list[dict] | None = None) -> Path:
     rows = [
         {"parentUuid": None, "type": "user", "uuid": "u1", "message": {"role": "user", "content": "hello"}},
-        {"parentUuid": "u1", "type": "attachment", "uuid": "t1", "attachment": {"type": "date", "date": "2026-11-29"},
-         "rendered": [{"content": "<system-reminder>\nToday's date is 2026-11-29.\n</system-reminder>"}],
-         "renderedRole": "system"},
-        {"parentUuid": "t1", "type": "assistant", "uuid": "a1",
-         "message": {"role": "assistant", "id": "m1", "model": model, "content": [{"type": "text", "text": "hi"}]}},
+        {
+            "parentUuid": "u1",
+            "type": "attachment",
+            "uuid": "t1",
+            "attachment": {"type": "date", "date": "2026-11-29"},
+            "rendered": [{"content": "<system-reminder>\nToday's date is 2026-11-29.\n</system-reminder>"}],
+            "renderedRole": "system",
+        },
+        {
+            "parentUuid": "t1",
+            "type": "assistant",
+            "uuid": "a1",
+            "message": {"role": "assistant", "id": "m1", "model": model, "content": [{"type": "text", "text": "hi"}]},
+        },
         *(rows_extra or []),
     ]
     p = tmp_path / "s.jsonl"
@@ -44,9 +53,18 @@ def test_system_reminders_follow_the_sessions_model(tmp_path: Path) -> None:
 
 
 def test_task_notification_is_framed(tmp_path: Path) -> None:
-    note = {"parentUuid": "a1", "type": "user", "uuid": "n1", "origin": {"kind": "task-notification"},
-            "message": {"role": "user", "content": "<task-notification>\n<status>completed</status>\n</task-notification>"}}
+    note = {
+        "parentUuid": "a1",
+        "type": "user",
+        "uuid": "n1",
+        "origin": {"kind": "task-notification"},
+        "message": {"role": "user", "content": "<task-notification>\n<status>completed</status>\n</task-notification>"},
+    }
     messages = resume(_write(tmp_path, "claude-opus-5-5", [note])).messages
-    text = messages[-2]["content"][0]["text"] if messages[-1]["role"] == "assistant" else messages[-1]["content"][0]["text"]
+    text = (
+        messages[-2]["content"][0]["text"]
+        if messages[-1]["role"] == "assistant"
+        else messages[-1]["content"][0]["text"]
+    )
     assert text.startswith("<system-reminder>\n[SYSTEM NOTIFICATION - NOT USER INPUT]\n")
     assert text.endswith("</task-notification>\n</system-reminder>")

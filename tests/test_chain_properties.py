@@ -39,20 +39,29 @@ def transcripts(draw: st.DrawFn) -> list[str]:
             parent = f"u{draw(st.integers(0, n))}"  # may point forward: cycles are possible
         else:
             parent = draw(st.sampled_from(uuids))
-        row: dict = {"parentUuid": parent, "type": kind, "uuid": uid, "isSidechain": False,
-                     "timestamp": f"2026-01-01T00:00:{i % 60:02d}.000Z"}
+        row: dict = {
+            "parentUuid": parent,
+            "type": kind,
+            "uuid": uid,
+            "isSidechain": False,
+            "timestamp": f"2026-01-01T00:00:{i % 60:02d}.000Z",
+        }
         if kind == "user":
             if uuids and draw(st.booleans()):
-                row["message"] = {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": f"t{draw(st.integers(0, n))}", "content": "r"}]}
+                row["message"] = {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": f"t{draw(st.integers(0, n))}", "content": "r"}],
+                }
             else:
                 row["message"] = {"role": "user", "content": f"prompt {i}"}
         elif kind == "assistant":
             block = draw(st.sampled_from(["text", "tool_use", "thinking"]))
             mid = f"m{draw(st.integers(0, 3))}"
-            content = {"text": {"type": "text", "text": f"reply {i}"},
-                       "tool_use": {"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {}},
-                       "thinking": {"type": "thinking", "thinking": "hm"}}[block]
+            content = {
+                "text": {"type": "text", "text": f"reply {i}"},
+                "tool_use": {"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {}},
+                "thinking": {"type": "thinking", "thinking": "hm"},
+            }[block]
             row["message"] = {"role": "assistant", "id": mid, "content": [content]}
         elif kind == "system" and draw(st.booleans()):
             row["subtype"] = "compact_boundary"
@@ -94,8 +103,13 @@ def test_chain_invariants(lines: list[str], torn: bool) -> None:
                 parent = bridged.get(parent, t.nodes[parent].parent)
             assert parent == prev.uuid
         # API form: roles alternate only where merging allows; tool calls are all answered
-        answered = {b.get("tool_use_id") for m in r.messages if m["role"] == "user" for b in m["content"]
-                    if isinstance(b, dict) and b.get("type") == "tool_result"}
+        answered = {
+            b.get("tool_use_id")
+            for m in r.messages
+            if m["role"] == "user"
+            for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        }
         for m in r.messages:
             assert m["role"] in ("user", "assistant", "system")
             if m["role"] == "assistant":
@@ -105,7 +119,11 @@ def test_chain_invariants(lines: list[str], torn: bool) -> None:
         non_system = [m["role"] for m in r.messages if m["role"] != "system"]
         for a, b in zip(non_system, non_system[1:]):
             assert not (a == "user" and b == "user")
-        assert not non_system or non_system[-1] == "assistant" or (
-            r.messages[-1]["role"] == "user"
-            and r.messages[-1]["content"][-1].get("text") == "Continue from where you left off."
+        assert (
+            not non_system
+            or non_system[-1] == "assistant"
+            or (
+                r.messages[-1]["role"] == "user"
+                and r.messages[-1]["content"][-1].get("text") == "Continue from where you left off."
+            )
         )

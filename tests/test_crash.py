@@ -36,7 +36,8 @@ def test_sigkill_at_20_random_points(tmp_path: Path) -> None:
     for round_ in range(KILLS):
         proc = subprocess.Popen(
             [sys.executable, str(WRITERS / "crash_writer.py"), str(projects), str(tmp_path), SID, str(round_)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         assert proc.stdout is not None
         assert proc.stdout.readline() == b"READY\n", proc.stderr.read() if proc.stderr else b""
@@ -81,8 +82,10 @@ def test_sigkill_at_20_random_points(tmp_path: Path) -> None:
     assert result.unknown_tail is None and len(result.problems) == sealed_lines
     assert resume(path).messages[-2]["content"][-1]["text"] == "after the last crash"
     assert last in {r.uuid for r in result.rows}
-    print(f"\ncrash figures: {KILLS} kills, {len(durable)} rows reported durable (all present), "
-          f"{torn_after_kill} kills left a torn tail, all sealed on the next append")
+    print(
+        f"\ncrash figures: {KILLS} kills, {len(durable)} rows reported durable (all present), "
+        f"{torn_after_kill} kills left a torn tail, all sealed on the next append"
+    )
 
 
 def test_two_writer_processes_never_interleave_a_line(tmp_path: Path) -> None:

@@ -51,8 +51,7 @@ def test_fork_both_kinds_give_the_same_conversation(root: Path, tmp_path: Path) 
         fresh = resume(path2)
         assert fresh.messages == src.messages
         assert not set(fresh.chain.uuids) & set(src.chain.uuids)  # fresh uuids
-        assert all(r.forked_from and r.forked_from[0] == src.session_id
-                   for r in fresh.chain.rows if r.is_chain_row)
+        assert all(r.forked_from and r.forked_from[0] == src.session_id for r in fresh.chain.rows if r.is_chain_row)
         assert _digest(source) == before, "the source must not be touched"
         assert path.stat().st_mode & 0o777 == 0o600
 
@@ -84,12 +83,27 @@ def test_fork_of_session_with_subagent_and_its_own_fork(tmp_path: Path) -> None:
 def test_cli_fork_rename_tag(tmp_path: Path) -> None:
     projects = _copy(ORIGINAL, tmp_path)
     run = [sys.executable, "-m", "server.cli"]
-    out = subprocess.run([*run, "fork", "11111111-1111-4111-8111-111111111111", "--title", "T1",
-                          "--projects-dir", str(projects), "--json"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            *run,
+            "fork",
+            "11111111-1111-4111-8111-111111111111",
+            "--title",
+            "T1",
+            "--projects-dir",
+            str(projects),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     made = json.loads(out.stdout)
     assert set(made) == {"sessionId", "path"} and Path(made["path"]).is_file()
     subprocess.run([*run, "rename", made["sessionId"], "T2", "--projects-dir", str(projects)], check=True)
     subprocess.run([*run, "tag", "T2", "urgent", "--projects-dir", str(projects)], check=True)
     tail = [json.loads(x) for x in Path(made["path"]).read_text().splitlines()[-2:]]
-    assert tail == [{"type": "custom-title", "customTitle": "T2", "sessionId": made["sessionId"]},
-                    {"type": "tag", "tag": "urgent", "sessionId": made["sessionId"]}]
+    assert tail == [
+        {"type": "custom-title", "customTitle": "T2", "sessionId": made["sessionId"]},
+        {"type": "tag", "tag": "urgent", "sessionId": made["sessionId"]},
+    ]

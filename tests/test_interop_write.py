@@ -82,8 +82,15 @@ def sent_form(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def resume_with_cli(claude: Path, model: Any, env: dict[str, Path], sid: str, prompt: str) -> dict[str, Any]:
     first = len(model.requests)
-    done = run_claude([prompt, "--resume", sid, *FLAGS], cwd=env["shop"], config_dir=env["config"],
-                      base_url=model.base_url, timeout=120, claude=claude, allowed_tools=None)
+    done = run_claude(
+        [prompt, "--resume", sid, *FLAGS],
+        cwd=env["shop"],
+        config_dir=env["config"],
+        base_url=model.base_url,
+        timeout=120,
+        claude=claude,
+        allowed_tools=None,
+    )
     assert done.returncode == 0, (done.stdout, done.stderr)
     mine = [r for r in model.requests[first:] if r.get("sessionId") == sid]
     assert mine, f"the CLI sent nothing for {sid}: {done.stdout} {done.stderr}"
@@ -102,8 +109,9 @@ def _no_system(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def assert_cli_sees(ours: list[dict[str, Any]], request: dict[str, Any], prompt: str, *,
-                    strict_system: bool = True) -> None:
+def assert_cli_sees(
+    ours: list[dict[str, Any]], request: dict[str, Any], prompt: str, *, strict_system: bool = True
+) -> None:
     """What the CLI sent starts with our API form, then the new prompt. With `strict_system`
     off, system messages are left out on both sides: the CLI does not resend some system
     attachments that it wrote itself (e.g. the `date` reminder), a read-side difference."""
@@ -121,8 +129,13 @@ def assert_cli_sees(ours: list[dict[str, Any]], request: dict[str, Any], prompt:
 
 def record_conversation(rec: SessionRecorder, shop: Path) -> Script:
     script = Script(rec, files=[str(shop / "a.txt"), str(shop / "b.txt"), str(shop / "c.txt")])
-    for step in [("text", "hello there"), ("tools", 2, [1, 0]), ("agent", f"READ {shop / 'c.txt'}"),
-                 ("tools", 3, [0, 1, 2]), ("text", "检查审计日志 — done?")]:
+    for step in [
+        ("text", "hello there"),
+        ("tools", 2, [1, 0]),
+        ("agent", f"READ {shop / 'c.txt'}"),
+        ("tools", 3, [0, 1, 2]),
+        ("text", "检查审计日志 — done?"),
+    ]:
         script.play(step)
     return script
 
@@ -144,9 +157,15 @@ def test_cli_resumes_a_session_recorded_from_scratch(claude: Path, model: Any, e
 
 def test_cli_resumes_a_session_we_appended_to(claude: Path, model: Any, env: dict[str, Path]) -> None:
     sid = str(uuid.uuid4())
-    done = run_claude([f"READ {env['shop'] / 'a.txt'}", "--session-id", sid, *FLAGS], cwd=env["shop"],
-                      config_dir=env["config"], base_url=model.base_url, timeout=120, claude=claude,
-                      allowed_tools=None)
+    done = run_claude(
+        [f"READ {env['shop'] / 'a.txt'}", "--session-id", sid, *FLAGS],
+        cwd=env["shop"],
+        config_dir=env["config"],
+        base_url=model.base_url,
+        timeout=120,
+        claude=claude,
+        allowed_tools=None,
+    )
     assert done.returncode == 0, done.stderr
     path = next(env["projects"].glob(f"*/{sid}.jsonl"))
     rec = SessionRecorder.adopt(path)
@@ -160,9 +179,15 @@ def test_cli_resumes_a_session_we_appended_to(claude: Path, model: Any, env: dic
 @pytest.mark.parametrize("kind", ["fork-session", "at-message"])
 def test_cli_resumes_our_forks(claude: Path, model: Any, env: dict[str, Path], kind: str) -> None:
     sid = str(uuid.uuid4())
-    done = run_claude([f"PAR {env['shop'] / 'a.txt'} {env['shop'] / 'b.txt'}", "--session-id", sid, *FLAGS],
-                      cwd=env["shop"], config_dir=env["config"], base_url=model.base_url, timeout=120,
-                      claude=claude, allowed_tools=None)
+    done = run_claude(
+        [f"PAR {env['shop'] / 'a.txt'} {env['shop'] / 'b.txt'}", "--session-id", sid, *FLAGS],
+        cwd=env["shop"],
+        config_dir=env["config"],
+        base_url=model.base_url,
+        timeout=120,
+        claude=claude,
+        allowed_tools=None,
+    )
     assert done.returncode == 0, done.stderr
     source = next(env["projects"].glob(f"*/{sid}.jsonl"))
     rec = SessionRecorder.adopt(source)
@@ -185,12 +210,26 @@ def test_live_sessions_are_honoured_both_ways(claude: Path, model: Any, env: dic
     rec = SessionRecorder.create(env["projects"], str(env["shop"]))
     rec.record_prompt("hello")
     rec.flush()
-    done = run_claude(["hi", "--resume", rec.session_id, *FLAGS], cwd=env["shop"], config_dir=env["config"],
-                      base_url=model.base_url, timeout=120, claude=claude, allowed_tools=None)
+    done = run_claude(
+        ["hi", "--resume", rec.session_id, *FLAGS],
+        cwd=env["shop"],
+        config_dir=env["config"],
+        base_url=model.base_url,
+        timeout=120,
+        claude=claude,
+        allowed_tools=None,
+    )
     assert done.returncode != 0 and "running in the background" in done.stderr + done.stdout
     # --session-id with our id: "already in use" (the file exists)
-    done = run_claude(["hi", "--session-id", rec.session_id, *FLAGS], cwd=env["shop"], config_dir=env["config"],
-                      base_url=model.base_url, timeout=120, claude=claude, allowed_tools=None)
+    done = run_claude(
+        ["hi", "--session-id", rec.session_id, *FLAGS],
+        cwd=env["shop"],
+        config_dir=env["config"],
+        base_url=model.base_url,
+        timeout=120,
+        claude=claude,
+        allowed_tools=None,
+    )
     assert done.returncode != 0 and f"Session ID {rec.session_id} is already in use" in done.stderr + done.stdout
     rec.close()
     # the CLI is live: we refuse to write into its session
@@ -199,10 +238,14 @@ def test_live_sessions_are_honoured_both_ways(claude: Path, model: Any, env: dic
     from realcli import claude_env
 
     sid = str(uuid.uuid4())
-    proc = subprocess.Popen([str(claude), "-p", "SLOW a slow reply", "--session-id", sid, *FLAGS],
-                            cwd=env["shop"], env=claude_env(config_dir=env["config"], base_url=model.base_url,
-                                                             home=env["config"].parent / "home"),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [str(claude), "-p", "SLOW a slow reply", "--session-id", sid, *FLAGS],
+        cwd=env["shop"],
+        env=claude_env(config_dir=env["config"], base_url=model.base_url, home=env["config"].parent / "home"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 30
         path = None
@@ -234,5 +277,4 @@ def test_new_user_forks_real_sessions_with_subagent_and_fork(claude: Path, model
         new_sid, path = fork_session(source, source.parent.parent)
         assert resume(path).messages == original
         prompt = f"ORACLE {new_sid}"
-        assert_cli_sees(original, resume_with_cli(claude, model, env, new_sid, prompt), prompt,
-                        strict_system=False)
+        assert_cli_sees(original, resume_with_cli(claude, model, env, new_sid, prompt), prompt, strict_system=False)

@@ -109,9 +109,11 @@ async def test_sessions_list_and_chain(client: LanguageClient, projects: Path) -
     assert any(n["onChain"] for n in tree["nodes"]) and any(not n["onChain"] for n in tree["nodes"])
     resumed = await call(client, "sessions/resume", {"sessionId": S2})
     assert resumed["sessionId"] == S2 and resumed["messages"]
-    via_cmd = to_plain(await client.workspace_execute_command_async(
-        lsp.ExecuteCommandParams(command="sessions/chain", arguments=[{"sessionId": S1}])
-    ))
+    via_cmd = to_plain(
+        await client.workspace_execute_command_async(
+            lsp.ExecuteCommandParams(command="sessions/chain", arguments=[{"sessionId": S1}])
+        )
+    )
     assert via_cmd["uuids"] == chain["uuids"]
 
 
@@ -162,13 +164,17 @@ async def test_definition_and_references(client: LanguageClient, projects: Path)
     text = healthy.read_text().split("\n")[child_line]
     col = text.index('"parentUuid":"') + len('"parentUuid":"') + 3
     locs = await client.text_document_definition_async(
-        lsp.DefinitionParams(text_document=lsp.TextDocumentIdentifier(uri=u), position=lsp.Position(line=child_line, character=col))
+        lsp.DefinitionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=u), position=lsp.Position(line=child_line, character=col)
+        )
     )
     assert locs and locs[0].range.start.line == _line_of(healthy, '"uuid":"f81ba22b')
     # tool_use_id goes to the tool call
     col = text.index('"tool_use_id":"') + len('"tool_use_id":"') + 2
     locs = await client.text_document_definition_async(
-        lsp.DefinitionParams(text_document=lsp.TextDocumentIdentifier(uri=u), position=lsp.Position(line=child_line, character=col))
+        lsp.DefinitionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=u), position=lsp.Position(line=child_line, character=col)
+        )
     )
     assert locs and locs[0].range.start.line == _line_of(healthy, '"uuid":"f81ba22b')
     refs = await client.text_document_references_async(
@@ -191,12 +197,21 @@ async def test_symbols_folding_lenses_workspace_symbols(client: LanguageClient, 
     names = [s.name for s in symbols]
     assert names[:2] == ["READ /Users/me/shop/src/auth/login.ts", "继续检查登录失败时是否写入审计日志"]
     par = symbols[2]
-    assert [c.name for c in par.children] == ["Reading them all.", "Read call", "Read call", "tool result", "tool result", "I read it (2 tool results)."]
+    assert [c.name for c in par.children] == [
+        "Reading them all.",
+        "Read call",
+        "Read call",
+        "tool result",
+        "tool result",
+        "I read it (2 tool results).",
+    ]
     folds = await client.text_document_folding_range_async(
         lsp.FoldingRangeParams(text_document=lsp.TextDocumentIdentifier(uri=u))
     )
     assert len(folds) == len(symbols)
-    lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=u)))
+    lenses = await client.text_document_code_lens_async(
+        lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=u))
+    )
     titles = [lens.command.title for lens in lenses]
     assert "Resume from here" in titles and titles.count("Fork here") == 4
     found = await client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="named"))
@@ -209,8 +224,14 @@ async def test_append_publishes_new_diagnostic(client: LanguageClient, projects:
     u = await _open(client, path)
     n = len(path.read_bytes().split(b"\n")) - 1
     with open(path, "ab") as fh:
-        fh.write(b'{"parentUuid":"ffffffff-0000-4000-8000-000000000000","type":"user","uuid":"eeeeeeee-0000-4000-8000-000000000001","isSidechain":false,"message":{"role":"user","content":"x"},"sessionId":"' + S2.encode() + b'"}\n')
-    await _wait_for(lambda: any(d.code == "dangling-parent" and d.range.start.line == n for d in client.diagnostics.get(u, [])))
+        fh.write(
+            b'{"parentUuid":"ffffffff-0000-4000-8000-000000000000","type":"user","uuid":"eeeeeeee-0000-4000-8000-000000000001","isSidechain":false,"message":{"role":"user","content":"x"},"sessionId":"'
+            + S2.encode()
+            + b'"}\n'
+        )
+    await _wait_for(
+        lambda: any(d.code == "dangling-parent" and d.range.start.line == n for d in client.diagnostics.get(u, []))
+    )
     await _wait_for(lambda: any(S2 in to_plain(c).get("sessionIds", []) for c in client.changes), timeout=5)
 
 
@@ -220,8 +241,13 @@ def test_fuzz_random_requests_server_stays_up(projects: Path) -> None:
     import random
     import subprocess
 
-    proc = subprocess.Popen([sys.executable, "-m", "server.cli", "serve", "--stdio"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve", "--stdio"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        bufsize=0,
+    )
     assert proc.stdin is not None and proc.stdout is not None
 
     def send(obj: dict) -> None:
@@ -251,24 +277,61 @@ def test_fuzz_random_requests_server_stays_up(projects: Path) -> None:
                 send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
 
     try:
-        send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-              "params": {"capabilities": {}, "initializationOptions": {"projectsDir": str(projects)}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"capabilities": {}, "initializationOptions": {"projectsDir": str(projects)}},
+            }
+        )
         assert "result" in recv_until(0)
         send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         rng = random.Random(7)
-        methods = ["sessions/list", "sessions/tree", "sessions/chain", "sessions/resume", "sessions/fork",
-                   "sessions/runTurn", "textDocument/hover", "textDocument/definition", "textDocument/documentSymbol",
-                   "textDocument/codeLens", "workspace/executeCommand", "workspace/symbol", "sessions/nope"]
-        values = [None, 1, "x", [], {}, {"sessionId": "zz"}, {"path": "../../etc/passwd"}, {"textDocument": {"uri": 3}},
-                  {"sessionId": None}, {"command": "sessions/chain", "arguments": [7]}, [1, 2], {"projectsDir": 5},
-                  {"textDocument": {"uri": "file:///nowhere.jsonl"}, "position": {"line": -1, "character": "a"}},
-                  {"prompt": 5}, {"sessionId": S1, "atUuid": "not-there"}, True]
+        methods = [
+            "sessions/list",
+            "sessions/tree",
+            "sessions/chain",
+            "sessions/resume",
+            "sessions/fork",
+            "sessions/runTurn",
+            "textDocument/hover",
+            "textDocument/definition",
+            "textDocument/documentSymbol",
+            "textDocument/codeLens",
+            "workspace/executeCommand",
+            "workspace/symbol",
+            "sessions/nope",
+        ]
+        values = [
+            None,
+            1,
+            "x",
+            [],
+            {},
+            {"sessionId": "zz"},
+            {"path": "../../etc/passwd"},
+            {"textDocument": {"uri": 3}},
+            {"sessionId": None},
+            {"command": "sessions/chain", "arguments": [7]},
+            [1, 2],
+            {"projectsDir": 5},
+            {"textDocument": {"uri": "file:///nowhere.jsonl"}, "position": {"line": -1, "character": "a"}},
+            {"prompt": 5},
+            {"sessionId": S1, "atUuid": "not-there"},
+            True,
+        ]
         answered = 0
         for i in range(1, 1001):
             method, params = rng.choice(methods), rng.choice(values)
             if i % 5 == 0:
-                send({"jsonrpc": "2.0", "method": rng.choice(["sessions/x", "textDocument/didChange", "$/foo"]),
-                      "params": params})
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": rng.choice(["sessions/x", "textDocument/didChange", "$/foo"]),
+                        "params": params,
+                    }
+                )
                 continue
             send({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
             reply = recv_until(i, f"{method} {params!r}")
@@ -294,8 +357,11 @@ async def test_run_turn_streams_and_records(client: LanguageClient, projects: Pa
     work.mkdir()
     (work / "notes.txt").write_text("hello from notes\n")
     client.progress_reports.setdefault("turn-1", [])  # a client-made work-done token
-    result = await call(client, "sessions/runTurn", {
-        "prompt": f"READ {work / 'notes.txt'}", "cwd": str(work), "provider": "scripted", "workDoneToken": "turn-1"})
+    result = await call(
+        client,
+        "sessions/runTurn",
+        {"prompt": f"READ {work / 'notes.txt'}", "cwd": str(work), "provider": "scripted", "workDoneToken": "turn-1"},
+    )
     assert result["text"].endswith("I read it (1 tool results).")
     path = Path(result["path"])
     assert path.parent == projects / project_folder_name(str(work.resolve()))
@@ -311,17 +377,21 @@ async def test_run_turn_streams_and_records(client: LanguageClient, projects: Pa
     assert result["sessionId"] in {s["sessionId"] for s in listed["sessions"]}
 
 
-async def test_run_turn_cancelled_leaves_a_resumable_session(client: LanguageClient, projects: Path, tmp_path: Path) -> None:
+async def test_run_turn_cancelled_leaves_a_resumable_session(
+    client: LanguageClient, projects: Path, tmp_path: Path
+) -> None:
     from storage.resume import resume
 
     work = tmp_path / "work2"
     work.mkdir()
     first = await call(client, "sessions/runTurn", {"prompt": "hello", "cwd": str(work), "provider": "scripted"})
-    fut = asyncio.ensure_future(client.protocol.send_request_async(
-        "sessions/runTurn",
-        {"sessionId": first["sessionId"], "prompt": "SLOW a long reply", "provider": "scripted"},
-        msg_id="slow-turn",
-    ))
+    fut = asyncio.ensure_future(
+        client.protocol.send_request_async(
+            "sessions/runTurn",
+            {"sessionId": first["sessionId"], "prompt": "SLOW a long reply", "provider": "scripted"},
+            msg_id="slow-turn",
+        )
+    )
     await asyncio.sleep(1.5)
     client.protocol.notify("$/cancelRequest", lsp.CancelParams(id="slow-turn"))
     with pytest.raises(JsonRpcException):  # answered as cancelled
@@ -332,5 +402,7 @@ async def test_run_turn_cancelled_leaves_a_resumable_session(client: LanguageCli
     r = resume(path)
     assert r.messages[-1]["role"] == "assistant"
     # and the next turn continues the same file
-    again = await call(client, "sessions/runTurn", {"sessionId": first["sessionId"], "prompt": "after", "provider": "scripted"})
+    again = await call(
+        client, "sessions/runTurn", {"sessionId": first["sessionId"], "prompt": "after", "provider": "scripted"}
+    )
     assert again["path"] == first["path"] and again["text"] == "echo: after"

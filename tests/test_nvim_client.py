@@ -294,8 +294,12 @@ def test_turn_asks_permission_and_a_denial_is_recorded(nvim_run: dict[str, Any])
     assert rec["asked"] == [{"tool": "Bash", "preview": "touch should-not-exist"}]
     result = rec["response"]["result"]
     assert result["stopReason"] == "denied"
-    texts = [b.get("text") for r in _rows(Path(result["path"])) if r and r.get("type") == "user"
-             for b in (r["message"]["content"] if isinstance(r["message"]["content"], list) else [])]
+    texts = [
+        b.get("text")
+        for r in _rows(Path(result["path"]))
+        if r and r.get("type") == "user"
+        for b in (r["message"]["content"] if isinstance(r["message"]["content"], list) else [])
+    ]
     assert texts[-1] == "[Request interrupted by user for tool use]"
 
 

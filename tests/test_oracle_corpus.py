@@ -48,7 +48,9 @@ def test_chain_command_json(path: Path) -> None:
 
 
 def test_parallel_results_recovered() -> None:
-    resumed = resume(CORPUS / "projects/-Users-me-shop/11111111-1111-4111-8111-111111111111.jsonl", effort_statement=True)
+    resumed = resume(
+        CORPUS / "projects/-Users-me-shop/11111111-1111-4111-8111-111111111111.jsonl", effort_statement=True
+    )
     # result of the first parallel call hangs off a row that is not on the parent walk
     assert "1aaa446d-0ec9-4fd6-a45d-c9d2df2c63a2" in resumed.chain.uuids or any(
         r.uuid.startswith("1aaa446d") for r in resumed.chain.recovered

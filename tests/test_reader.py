@@ -27,7 +27,9 @@ def test_garbage_line_reported_rest_loads(corpus_projects: Path) -> None:
 
 def test_bom_and_blank_lines(tmp_path: Path) -> None:
     p = tmp_path / "x.jsonl"
-    p.write_bytes(b'\xef\xbb\xbf{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"hi"}}\n\n\n')
+    p.write_bytes(
+        b'\xef\xbb\xbf{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"hi"}}\n\n\n'
+    )
     t = Transcript.load(p)
     assert len(t.rows) == 1 and not t.problems
     assert t.rows[0].offset == 3

@@ -34,8 +34,14 @@ def test_read_turn_writes_linked_transcript(claude: Path, tmp_path: Path) -> Non
     config = tmp_path / "config"
     sid = str(uuid.uuid4())
     with ScriptedModelServer() as model:
-        done = run_claude([f"READ {target}", "--session-id", sid], cwd=shop, config_dir=config,
-                          base_url=model.base_url, timeout=90, claude=claude)
+        done = run_claude(
+            [f"READ {target}", "--session-id", sid],
+            cwd=shop,
+            config_dir=config,
+            base_url=model.base_url,
+            timeout=90,
+            claude=claude,
+        )
         assert done.returncode == 0, done.stderr
         assert "I read it (1 tool results)." in done.stdout
         assert {r["sessionId"] for r in model.requests} == {sid}
@@ -44,10 +50,18 @@ def test_read_turn_writes_linked_transcript(claude: Path, tmp_path: Path) -> Non
     assert len(files) == 1, list((config / "projects").rglob("*"))
     rows = [json.loads(line) for line in files[0].read_text(encoding="utf-8").splitlines() if line]
     by_uuid = {r["uuid"]: r for r in rows if "uuid" in r}
-    uses = [r for r in rows if r.get("type") == "assistant"
-            and any(b.get("type") == "tool_use" for b in r["message"]["content"])]
-    results = [r for r in rows if r.get("type") == "user" and isinstance(r["message"]["content"], list)
-               and any(b.get("type") == "tool_result" for b in r["message"]["content"])]
+    uses = [
+        r
+        for r in rows
+        if r.get("type") == "assistant" and any(b.get("type") == "tool_use" for b in r["message"]["content"])
+    ]
+    results = [
+        r
+        for r in rows
+        if r.get("type") == "user"
+        and isinstance(r["message"]["content"], list)
+        and any(b.get("type") == "tool_result" for b in r["message"]["content"])
+    ]
     assert len(uses) == 1 and len(results) == 1
     (use,), (result,) = uses, results
     assert result["sourceToolAssistantUUID"] == use["uuid"]

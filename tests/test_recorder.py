@@ -96,9 +96,15 @@ def test_lazy_creation_modes_and_stamps(tmp_path: Path) -> None:
     first, second = rows(rec.path)[:2]
     assert first["type"] == "custom-title"  # held, then written before the first message
     assert list(second)[0] == "parentUuid" and second["parentUuid"] is None and second["uuid"] == uid
-    for key, value in {"sessionId": rec.session_id, "cwd": str(tmp_path), "version": "2.1.328",
-                       "gitBranch": "main", "userType": "external", "entrypoint": "session-lsp",
-                       "isSidechain": False}.items():
+    for key, value in {
+        "sessionId": rec.session_id,
+        "cwd": str(tmp_path),
+        "version": "2.1.328",
+        "gitBranch": "main",
+        "userType": "external",
+        "entrypoint": "session-lsp",
+        "isSidechain": False,
+    }.items():
         assert second[key] == value
     assert second["timestamp"].endswith("Z") and len(second["timestamp"]) == 24
     rec.close()
@@ -145,8 +151,11 @@ def test_result_without_known_tool_use_has_no_source(tmp_path: Path) -> None:
 def test_record_only_new_messages_and_the_prefix_rule(tmp_path: Path) -> None:
     rec = new(tmp_path)
     a = {"type": "user", "uuid": "00000000-0000-4000-8000-00000000000a", "message": {"role": "user", "content": "a"}}
-    b = {"type": "assistant", "uuid": "00000000-0000-4000-8000-00000000000b",
-         "message": {"id": "m1", "role": "assistant", "content": [text("b")]}}
+    b = {
+        "type": "assistant",
+        "uuid": "00000000-0000-4000-8000-00000000000b",
+        "message": {"id": "m1", "role": "assistant", "content": [text("b")]},
+    }
     c = {"type": "user", "uuid": "00000000-0000-4000-8000-00000000000c", "message": {"role": "user", "content": "c"}}
     d = {"type": "user", "uuid": "00000000-0000-4000-8000-00000000000d", "message": {"role": "user", "content": "d"}}
     assert rec.record_entries([a, b]) == [a["uuid"], b["uuid"]]
@@ -218,8 +227,12 @@ def test_adopt_continues_the_chain_and_seals_a_torn_tail(tmp_path: Path) -> None
     assert len(result_.problems) == 1 and result_.unknown_tail is None  # torn line isolated
     by = {r["uuid"]: r for r in rows_ok(rec.path) if "uuid" in r}
     assert by[u]["parentUuid"] == last
-    assert [m["content"][0]["text"] for m in resume(rec.path).messages] == ["one", "r1", "two",
-                                                                           "No response requested."]
+    assert [m["content"][0]["text"] for m in resume(rec.path).messages] == [
+        "one",
+        "r1",
+        "two",
+        "No response requested.",
+    ]
 
 
 def rows_ok(path: Path) -> list[dict]:

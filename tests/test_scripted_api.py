@@ -29,8 +29,7 @@ def client(server: ScriptedModelServer) -> anthropic.Anthropic:
 
 
 def ask(client: anthropic.Anthropic, text: str, **kw: object) -> anthropic.types.Message:
-    return client.messages.create(model=MODEL, max_tokens=100,
-                                  messages=[{"role": "user", "content": text}], **kw)  # type: ignore[arg-type]
+    return client.messages.create(model=MODEL, max_tokens=100, messages=[{"role": "user", "content": text}], **kw)  # type: ignore[arg-type]
 
 
 def test_echo_non_streaming(client: anthropic.Anthropic, server: ScriptedModelServer) -> None:
@@ -46,8 +45,9 @@ def test_echo_non_streaming(client: anthropic.Anthropic, server: ScriptedModelSe
 
 def test_echo_streaming(client: anthropic.Anthropic) -> None:
     kinds = []
-    with client.messages.stream(model=MODEL, max_tokens=100,
-                                messages=[{"role": "user", "content": "stream me"}]) as stream:
+    with client.messages.stream(
+        model=MODEL, max_tokens=100, messages=[{"role": "user", "content": "stream me"}]
+    ) as stream:
         for event in stream:
             kinds.append(event.type)
         final = stream.get_final_message()
@@ -66,8 +66,9 @@ def test_read_tool_use(client: anthropic.Anthropic) -> None:
 
 
 def test_par_streaming_tool_uses(client: anthropic.Anthropic) -> None:
-    with client.messages.stream(model=MODEL, max_tokens=100,
-                                messages=[{"role": "user", "content": "PAR /a /b /c"}]) as stream:
+    with client.messages.stream(
+        model=MODEL, max_tokens=100, messages=[{"role": "user", "content": "PAR /a /b /c"}]
+    ) as stream:
         final = stream.get_final_message()
     assert [b.type for b in final.content] == ["text", "tool_use", "tool_use", "tool_use"]
     assert final.content[0].text == "Reading them all."  # type: ignore[union-attr]
@@ -79,12 +80,15 @@ def test_par_streaming_tool_uses(client: anthropic.Anthropic) -> None:
 def test_tool_results_reply(client: anthropic.Anthropic) -> None:
     first = ask(client, "PAR /a /b")
     uses = [b for b in first.content if b.type == "tool_use"]
-    msg = client.messages.create(model=MODEL, max_tokens=100, messages=[
-        {"role": "user", "content": "PAR /a /b"},
-        {"role": "assistant", "content": first.content},  # type: ignore[typeddict-item]
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": u.id, "content": "x"}
-                                     for u in uses]},
-    ])
+    msg = client.messages.create(
+        model=MODEL,
+        max_tokens=100,
+        messages=[
+            {"role": "user", "content": "PAR /a /b"},
+            {"role": "assistant", "content": first.content},  # type: ignore[typeddict-item]
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": u.id, "content": "x"} for u in uses]},
+        ],
+    )
     assert msg.content[0].text == "I read it (2 tool results)."  # type: ignore[union-attr]
 
 
@@ -98,13 +102,14 @@ def test_other_tools() -> None:
     assert one("LS /src") == {"name": "LS", "input": {"path": "/src"}}
     assert one("GLOB **/*.py") == {"name": "Glob", "input": {"pattern": "**/*.py"}}
     assert one("GREP def main") == {"name": "Grep", "input": {"pattern": "def main"}}
-    assert one("AGENT READ /a") == {"name": "Agent", "input": {
-        "description": "sub task", "prompt": "READ /a", "subagent_type": "general-purpose"}}
+    assert one("AGENT READ /a") == {
+        "name": "Agent",
+        "input": {"description": "sub task", "prompt": "READ /a", "subagent_type": "general-purpose"},
+    }
 
 
 def test_last_text_block_wins() -> None:
-    content = [{"type": "text", "text": "<system-reminder>x</system-reminder>"},
-               {"type": "text", "text": "READ /q"}]
+    content = [{"type": "text", "text": "<system-reminder>x</system-reminder>"}, {"type": "text", "text": "READ /q"}]
     _, blocks = plan_reply([{"role": "user", "content": content}, {"role": "system", "content": "sys"}])
     assert blocks[0]["input"] == {"file_path": "/q"}
 
@@ -130,7 +135,8 @@ def test_fail_then_recover(server: ScriptedModelServer) -> None:
 def test_fail_is_retried_by_sdk(server: ScriptedModelServer) -> None:
     retrying = anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=3)
     msg = retrying.with_options(timeout=10).messages.create(
-        model=MODEL, max_tokens=10, messages=[{"role": "user", "content": "FAIL 2"}])
+        model=MODEL, max_tokens=10, messages=[{"role": "user", "content": "FAIL 2"}]
+    )
     assert msg.content[0].text == "echo: FAIL 2"  # type: ignore[union-attr]
     assert len(server.requests) == 3
 
@@ -138,8 +144,9 @@ def test_fail_is_retried_by_sdk(server: ScriptedModelServer) -> None:
 def test_slow_streams_in_many_deltas(client: anthropic.Anthropic) -> None:
     deltas = 0
     start = time.monotonic()
-    with client.messages.stream(model=MODEL, max_tokens=100,
-                                messages=[{"role": "user", "content": "SLOW take your time"}]) as stream:
+    with client.messages.stream(
+        model=MODEL, max_tokens=100, messages=[{"role": "user", "content": "SLOW take your time"}]
+    ) as stream:
         for event in stream:
             deltas += event.type == "content_block_delta"
         final = stream.get_final_message()

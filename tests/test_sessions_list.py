@@ -62,7 +62,12 @@ def test_title_order(tmp_path: Path) -> None:
     p = tmp_path / "p" / "d" / "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa.jsonl"
     p.parent.mkdir(parents=True)
     rows = [
-        {"parentUuid": None, "type": "user", "uuid": "u0", "message": {"role": "user", "content": "<command-name>/x</command-name>"}},
+        {
+            "parentUuid": None,
+            "type": "user",
+            "uuid": "u0",
+            "message": {"role": "user", "content": "<command-name>/x</command-name>"},
+        },
         {"parentUuid": "u0", "type": "user", "uuid": "u1", "message": {"role": "user", "content": "first real prompt"}},
         {"type": "summary", "summary": "a summary", "leafUuid": "u1"},
     ]
@@ -82,22 +87,52 @@ def test_title_order(tmp_path: Path) -> None:
 
 
 def test_list_json_and_errors(corpus_projects: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "server.cli", "list", "--projects-dir", str(corpus_projects), "--json"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "server.cli", "list", "--projects-dir", str(corpus_projects), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     data = json.loads(out.stdout)
-    keys = {"sessionId", "path", "projectDir", "cwd", "title", "created", "modified", "messageCount", "leafUuid",
-            "forkedFrom", "subagents"}
+    keys = {
+        "sessionId",
+        "path",
+        "projectDir",
+        "cwd",
+        "title",
+        "created",
+        "modified",
+        "messageCount",
+        "leafUuid",
+        "forkedFrom",
+        "subagents",
+    }
     assert all(keys <= set(d) for d in data) and len(data) == 4
-    bad = subprocess.run([sys.executable, "-m", "server.cli", "list", "--projects-dir", "/no/such/dir"],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "server.cli", "list", "--projects-dir", "/no/such/dir"], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "does not exist" in bad.stderr
-    bad = subprocess.run([sys.executable, "-m", "server.cli", "chain", "99999999-9999-4999-8999-999999999999",
-                          "--projects-dir", str(corpus_projects)], capture_output=True, text=True)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "server.cli",
+            "chain",
+            "99999999-9999-4999-8999-999999999999",
+            "--projects-dir",
+            str(corpus_projects),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "no session" in bad.stderr
     notes = corpus_projects / "notes.jsonl"
     notes.write_text('{"hello": 1}\n')
-    bad = subprocess.run([sys.executable, "-m", "server.cli", "chain", str(notes), "--projects-dir", str(corpus_projects)],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "server.cli", "chain", str(notes), "--projects-dir", str(corpus_projects)],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "not a Claude Code transcript" in bad.stderr
 
 
@@ -109,7 +144,9 @@ def test_fork_session_copies_are_linked_to_their_source(corpus_projects: Path, t
 
     by_id = {s.session_id: s for s in list_sessions(corpus_projects)}
     assert by_id["d864acd2-d28b-43ce-b430-2208a10860fe"].forked_from == {
-        "sessionId": "11111111-1111-4111-8111-111111111111", "messageUuid": None}
+        "sessionId": "11111111-1111-4111-8111-111111111111",
+        "messageUuid": None,
+    }
     assert by_id["11111111-1111-4111-8111-111111111111"].forked_from is None
     # a fork made after a compaction starts at the boundary: the index finds its source
     gen = tmp_path / "gen"
@@ -124,9 +161,20 @@ def test_fork_session_copies_are_linked_to_their_source(corpus_projects: Path, t
 def test_legacy_flat_agent_files_are_listed_with_their_session(corpus_projects: Path) -> None:
     folder = corpus_projects / "-Users-me-other"
     sid = "1c99f271-c426-49f7-9ae1-2b8728ab22c4"
-    (folder / "agent-1a2b3c4d.jsonl").write_text(json.dumps(
-        {"parentUuid": None, "isSidechain": True, "type": "user", "uuid": "x1", "sessionId": sid,
-         "agentId": "1a2b3c4d", "message": {"role": "user", "content": "sub task"}}) + "\n")
+    (folder / "agent-1a2b3c4d.jsonl").write_text(
+        json.dumps(
+            {
+                "parentUuid": None,
+                "isSidechain": True,
+                "type": "user",
+                "uuid": "x1",
+                "sessionId": sid,
+                "agentId": "1a2b3c4d",
+                "message": {"role": "user", "content": "sub task"},
+            }
+        )
+        + "\n"
+    )
     info = next(s for s in list_sessions(corpus_projects) if s.session_id == sid)
     assert [a["agentId"] for a in info.subagents] == ["1a2b3c4d"]
     assert len(list_sessions(corpus_projects)) == 4  # not a session of its own

@@ -29,8 +29,9 @@ def _env() -> dict[str, str]:
 def test_extension_unit_tests() -> None:
     if not (EXT / "node_modules").is_dir() or shutil.which("npm") is None:
         pytest.skip("VSCODE SETUP MISSING: run scripts/setup.d/vscode.sh (npm dependencies not installed)")
-    out = subprocess.run(["npm", "run", "-s", "test:unit"], cwd=EXT, capture_output=True, text=True, env=_env(),
-                         timeout=600)
+    out = subprocess.run(
+        ["npm", "run", "-s", "test:unit"], cwd=EXT, capture_output=True, text=True, env=_env(), timeout=600
+    )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     m = re.search(r"(?:#|ℹ) pass (\d+)", out.stdout)
     assert m and int(m.group(1)) > 0, out.stdout[-2000:]
@@ -39,8 +40,14 @@ def test_extension_unit_tests() -> None:
 def test_extension_end_to_end_in_code_server() -> None:
     if not CODE_SERVER.is_file() or not Path("/usr/bin/chromium").exists():
         pytest.skip("VSCODE E2E NOT AVAILABLE: code-server or chromium missing; run scripts/setup.d/vscode.sh")
-    out = subprocess.run(["bash", str(EXT / "test" / "e2e" / "run.sh")], cwd=REPO, capture_output=True, text=True,
-                         env=_env(), timeout=1200)
+    out = subprocess.run(
+        ["bash", str(EXT / "test" / "e2e" / "run.sh")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=1200,
+    )
     summary = re.findall(r"e2e: (\d+) passed, (\d+) failed", out.stdout)
     assert summary, out.stdout[-4000:] + out.stderr[-4000:]
     passed, failed = map(int, summary[-1])

@@ -22,8 +22,9 @@ def _frame(message: dict[str, object]) -> bytes:
 
 def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(REPO)],
-                   check=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(REPO)], check=True, timeout=600
+    )
     wheel = next(dist.glob("session_lsp-*.whl"))
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
@@ -41,14 +42,30 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
     overview = subprocess.run([str(exe), "overview"], capture_output=True, text=True, cwd=away, env=env, timeout=120)
     assert overview.returncode == 0, overview.stderr
     assert "bundled example" in overview.stdout and str(REPO) not in overview.stdout
-    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import server; print(server.__file__)"],
-                           capture_output=True, text=True, cwd=away, env=env, timeout=60)
+    where = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import server; print(server.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=away,
+        env=env,
+        timeout=60,
+    )
     assert str(venv) in where.stdout  # the installed package, not the checkout
 
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"capabilities": {}, "initializationOptions": {"watch": False}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"capabilities": {}, "initializationOptions": {"watch": False}},
+    }
     messages = [init, {"jsonrpc": "2.0", "id": 2, "method": "shutdown"}, {"jsonrpc": "2.0", "method": "exit"}]
-    served = subprocess.run([str(exe), "serve"], input=b"".join(_frame(m) for m in messages), capture_output=True,
-                            cwd=away, env=env, timeout=120)
+    served = subprocess.run(
+        [str(exe), "serve"],
+        input=b"".join(_frame(m) for m in messages),
+        capture_output=True,
+        cwd=away,
+        env=env,
+        timeout=120,
+    )
     assert served.returncode == 0, served.stderr
     assert b'"serverInfo"' in served.stdout and b'"name": "session-lsp"' in served.stdout

@@ -22,7 +22,8 @@ from server.agent.cost import cost_state
 from server.agent.events import TurnEvent, TurnResult
 from server.agent.permissions import Ask, PermissionAsk, SessionGrants
 from server.agent.providers.base import ModelProvider, ModelRequest
-from server.agent.providers.choose import CLAUDE_CLI, make_provider
+from server.agent.providers.choose import make_provider
+from server.agent.providers.claude_cli import ClaudeCliProvider
 from server.agent.request import TurnRequest
 from server.agent.session import OpenSession, open_session
 from server.agent.tools import Tool, ToolContext, make_tools
@@ -57,8 +58,8 @@ def run_turn(
         chosen = provider or make_provider(
             request.provider, model=request.model, env=request.env, base_url=request.base_url
         )
-        if getattr(chosen, "name", "") == CLAUDE_CLI:
-            return chosen.run_turn(request, on_event=emit, cancel=token)  # type: ignore[attr-defined]
+        if isinstance(chosen, ClaudeCliProvider):
+            return chosen.run_turn(request, on_event=emit, cancel=token)
         allowed = make_tools(request.tools)
         tools = make_tools(("all",)) if ask is not None else allowed
         gated = frozenset(tools) - frozenset(allowed)

@@ -46,7 +46,7 @@ def session_id_from_metadata(body: dict[str, Any]) -> str | None:
     except ValueError:
         parsed = None
     if isinstance(parsed, dict) and isinstance(parsed.get("session_id"), str):
-        return parsed["session_id"]
+        return str(parsed["session_id"])
     m = re.search(r"session_(" + _UUID_RE.pattern + ")", user_id, re.I)
     if m:
         return m.group(1)
@@ -137,8 +137,13 @@ def _chunks(text: str, n: int) -> list[str]:
 class ScriptedModelServer:
     """The scripted test model served on 127.0.0.1; ``start()`` returns its base URL."""
 
-    def __init__(self, port: int = 0, log_path: str | Path | None = None, seed: str = "scripted",
-                 slow_interval: float = SLOW_INTERVAL) -> None:
+    def __init__(
+        self,
+        port: int = 0,
+        log_path: str | Path | None = None,
+        seed: str = "scripted",
+        slow_interval: float = SLOW_INTERVAL,
+    ) -> None:
         self.port = port
         self.log_path = Path(log_path) if log_path else None
         self.seed = seed
@@ -158,8 +163,9 @@ class ScriptedModelServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="scripted-model", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-model", daemon=True
+        )
         self._thread.start()
         return self.base_url
 
@@ -234,8 +240,12 @@ class ScriptedModelServer:
             "content": blocks,
             "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": count_tokens(body), "output_tokens": out_tokens,
-                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            "usage": {
+                "input_tokens": count_tokens(body),
+                "output_tokens": out_tokens,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
         }
 
 
@@ -247,32 +257,47 @@ def count_tokens(body: dict[str, Any]) -> int:
 
 def stream_events(message: dict[str, Any], slow: bool) -> Iterator[tuple[bytes, float]]:
     """The SSE events of ``message`` as the streaming Messages API sends them, with a delay each."""
-    start = dict(message, content=[], stop_reason=None,
-                 usage=dict(message["usage"], output_tokens=1))
+    start = dict(message, content=[], stop_reason=None, usage=dict(message["usage"], output_tokens=1))
     yield _sse("message_start", {"type": "message_start", "message": start}), 0.0
     yield _sse("ping", {"type": "ping"}), 0.0
     for index, block in enumerate(message["content"]):
         if block["type"] == "text":
-            yield _sse("content_block_start", {"type": "content_block_start", "index": index,
-                                               "content_block": {"type": "text", "text": ""}}), 0.0
+            yield (
+                _sse(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+                ),
+                0.0,
+            )
             parts = _chunks(block["text"], SLOW_DELTAS) if slow else [block["text"]]
             for part in parts:
                 delta = {"type": "text_delta", "text": part}
-                yield _sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                   "delta": delta}), (1.0 if slow else 0.0)
+                yield (
+                    _sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}),
+                    (1.0 if slow else 0.0),
+                )
         else:
             head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            yield _sse("content_block_start", {"type": "content_block_start", "index": index,
-                                               "content_block": head}), 0.0
+            yield (
+                _sse("content_block_start", {"type": "content_block_start", "index": index, "content_block": head}),
+                0.0,
+            )
             raw = json.dumps(block["input"], ensure_ascii=False)
             for part in (raw[: len(raw) // 2], raw[len(raw) // 2 :]):
                 delta = {"type": "input_json_delta", "partial_json": part}
-                yield _sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                   "delta": delta}), 0.0
+                yield _sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}), 0.0
         yield _sse("content_block_stop", {"type": "content_block_stop", "index": index}), 0.0
-    yield _sse("message_delta", {"type": "message_delta",
-                                 "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                                 "usage": {"output_tokens": message["usage"]["output_tokens"]}}), 0.0
+    yield (
+        _sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": message["usage"]["output_tokens"]},
+            },
+        ),
+        0.0,
+    )
     yield _sse("message_stop", {"type": "message_stop"}), 0.0
 
 
@@ -299,8 +324,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _not_found(self) -> None:
-        self._json(404, {"type": "error", "error": {"type": "not_found_error",
-                                                    "message": f"scripted test model: no route {self.path}"}})
+        self._json(
+            404,
+            {
+                "type": "error",
+                "error": {"type": "not_found_error", "message": f"scripted test model: no route {self.path}"},
+            },
+        )
 
     def _read_body(self) -> dict[str, Any] | None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -310,8 +340,10 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         if not isinstance(body, dict):
-            self._json(400, {"type": "error", "error": {"type": "invalid_request_error",
-                                                        "message": "body is not a JSON object"}})
+            self._json(
+                400,
+                {"type": "error", "error": {"type": "invalid_request_error", "message": "body is not a JSON object"}},
+            )
             return None
         return body
 

@@ -24,7 +24,7 @@ from storage.reader import why_not_regular
 PROGRESS_MIN_FILES = 20
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("check", help="diagnose transcripts: broken links, bad lines, cycles, ...")
     p.add_argument(
         "paths", nargs="*", type=Path,

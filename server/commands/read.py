@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # each command imports what it reads with (`list` never loads
     from storage.sessions import SessionInfo
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("list", help="list sessions, newest first")
     add_projects_dir(p)
     add_store_option(p)
@@ -121,7 +121,8 @@ def _resolve(args: argparse.Namespace) -> Path:
 
 
 def load_resumed(path: Path, *, bare: bool = False) -> Resumed:
-    from storage.resume import NotATranscript, resume
+    from storage.errors import NotATranscript
+    from storage.resume import resume
 
     try:
         return resume(path, bare=bare, effort_statement=True)
@@ -206,7 +207,8 @@ def cmd_overview(args: argparse.Namespace) -> int:
 def _overview(args: argparse.Namespace) -> int:
     from server.commands.check import report_skipped
     from server.index import ProjectIndex
-    from storage.resume import NotATranscript, resume
+    from storage.errors import NotATranscript
+    from storage.resume import resume
     from storage.sessions import list_sessions
 
     if args.projects_dir is None and not list_sessions(default_projects_dir(), count=False):

@@ -11,7 +11,7 @@ from pathlib import Path
 from server.commands.common import CommandError, add_projects_dir
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the language server")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (default)")

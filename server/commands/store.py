@@ -30,7 +30,7 @@ def add_store_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store-schema", default="session_store", help="the store's PostgreSQL schema")
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("pull", help="copy a session from a session store into the local projects folder")
     p.add_argument("session", help="session id")
     p.add_argument("--store", metavar="URL", required=True, help="the session store (postgresql://...)")

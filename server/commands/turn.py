@@ -14,7 +14,7 @@ from server.agent.events import TurnEvent
 from server.agent.loop import run_turn
 from server.agent.providers.base import ProviderError
 from server.agent.providers.choose import PROVIDERS
-from server.agent.request import TurnRequest
+from server.agent.request import SessionMode, TurnRequest
 from server.commands.common import CommandError, add_projects_dir, print_json
 from storage.livesession import SessionInUse
 from storage.lookup import SessionNotFound
@@ -22,7 +22,7 @@ from storage.paths import candidate_project_dirs, default_projects_dir, iter_ses
 from storage.recorder import SessionIdInUse
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "turn",
         help="run one turn (prompt -> reply, with tools), recorded so `claude --resume` continues it",
@@ -37,12 +37,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--fork", action="store_true", help="with --resume/--continue: write to a fork of the session")
     p.add_argument("--cwd", default=None, help="working directory (default: the current one)")
     add_projects_dir(p)
-    p.add_argument("--provider", choices=PROVIDERS, default=None,
-                   help="anthropic (ANTHROPIC_API_KEY), claude-cli (installed `claude`), scripted (offline test "
-                   "model); default: anthropic if a key is set, else claude-cli if `claude` is on the PATH")
+    p.add_argument(
+        "--provider",
+        choices=PROVIDERS,
+        default=None,
+        help="anthropic (ANTHROPIC_API_KEY), claude-cli (installed `claude`), scripted (offline test "
+        "model); default: anthropic if a key is set, else claude-cli if `claude` is on the PATH",
+    )
     p.add_argument("--model", default=None, help="model name (default: $ANTHROPIC_MODEL or the provider's)")
-    p.add_argument("--allow", action="append", default=[], metavar="TOOL",
-                   help="also allow Bash, Edit or Write (repeat, or `all`); Read/Glob/Grep/LS are always on")
+    p.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="also allow Bash, Edit or Write (repeat, or `all`); Read/Glob/Grep/LS are always on",
+    )
     p.add_argument("--max-steps", type=int, default=50, help="model responses per turn at most")
     p.add_argument("--json", action="store_true", help="print the result as JSON (no streaming)")
     p.add_argument("--events", action="store_true", help="print every event as a JSON line while running")
@@ -52,6 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def build_request(args: argparse.Namespace) -> TurnRequest:
     cwd = resolve_cwd(args.cwd or ".")
     projects = Path(args.projects_dir).expanduser() if args.projects_dir else default_projects_dir()
+    mode: SessionMode
     if args.new:
         mode, session = "new", None
     elif args.resume:
@@ -62,8 +72,17 @@ def build_request(args: argparse.Namespace) -> TurnRequest:
             raise CommandError("--fork needs --resume SESSION")
     else:
         mode, session = "new", None
-    return TurnRequest(prompt=args.prompt, session=session, cwd=cwd, mode=mode, projects_dir=projects,
-                       provider=args.provider, model=args.model, tools=tuple(args.allow), max_steps=args.max_steps)
+    return TurnRequest(
+        prompt=args.prompt,
+        session=session,
+        cwd=cwd,
+        mode=mode,
+        projects_dir=projects,
+        provider=args.provider,
+        model=args.model,
+        tools=tuple(args.allow),
+        max_steps=args.max_steps,
+    )
 
 
 def _has_sessions(projects: Path, cwd: str) -> bool:

@@ -12,7 +12,7 @@ from storage.usage import GROUPINGS, Response, Usage, folder_responses, grouped,
 from storage.usagecache import UsageCache
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("usage", help="tokens and cost, by session, project, model or day")
     add_projects_dir(p)
     p.add_argument("--cwd", help="only the sessions of this working directory")

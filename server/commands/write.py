@@ -15,11 +15,15 @@ from storage.metadata import rename_session, tag_session
 from storage.writequeue import TornTail
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("fork", help="fork a session into a new one the CLI can resume")
     p.add_argument("session", help="session id, title or FILE.jsonl")
-    p.add_argument("--at", metavar="UUID", help="fork at this message (fresh uuids, forkedFrom); "
-                   "default: the whole chain with the same uuids, as --fork-session")
+    p.add_argument(
+        "--at",
+        metavar="UUID",
+        help="fork at this message (fresh uuids, forkedFrom); "
+        "default: the whole chain with the same uuids, as --fork-session",
+    )
     p.add_argument("--title", help="custom title of the new session")
     p.add_argument("--cwd", default=None, help="working directory for title lookups")
     add_projects_dir(p)
@@ -48,8 +52,10 @@ def _source(args: argparse.Namespace, access: Access) -> Path:
 
 def _report_torn(torn: TornTail | None) -> None:
     if torn is not None:
-        print(f"session-lsp: {torn.path} ended in a torn line at byte {torn.offset}; sealed it with a newline",
-              file=sys.stderr)
+        print(
+            f"session-lsp: {torn.path} ended in a torn line at byte {torn.offset}; sealed it with a newline",
+            file=sys.stderr,
+        )
 
 
 def cmd_fork(args: argparse.Namespace) -> int:

@@ -303,7 +303,7 @@ class ItemMaker:
         return item
 
     def assistant(self, row: Row, entry: dict[str, Any], pos: int) -> list[dict[str, Any]]:
-        message = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+        message = found if isinstance(found := entry.get("message"), dict) else {}
         model = message.get("model") if isinstance(message.get("model"), str) else None
         usage = _usage(message)
         out: list[dict[str, Any]] = []
@@ -328,13 +328,13 @@ class ItemMaker:
     def tool(self, block: dict[str, Any]) -> dict[str, Any]:
         tid = str(block.get("id", ""))
         name = str(block.get("name", ""))
-        tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
+        tool_input = found if isinstance(found := block.get("input"), dict) else {}
         out: dict[str, Any] = {"kind": "tool", "name": name, "toolUseId": tid, "input": tool_input, "result": None}
         res_row = self.src.result_rows.get(tid)
         if res_row is None or id(res_row) not in self.bodies:
             return out
         entry = self.bodies[id(res_row)]
-        message = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+        message = found if isinstance(found := entry.get("message"), dict) else {}
         results = [b for b in _blocks(message.get("content")) if b.get("type") == "tool_result"]
         block_res = next((b for b in results if b.get("tool_use_id") == tid), {})
         text, images = _result_text(block_res.get("content"))
@@ -356,10 +356,10 @@ class ItemMaker:
         return out
 
     def user(self, row: Row, entry: dict[str, Any], pos: int) -> list[dict[str, Any]]:
-        message = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+        message = found if isinstance(found := entry.get("message"), dict) else {}
         blocks = _blocks(message.get("content"))
         hidden = row.is_meta or entry.get("isVisibleInTranscriptOnly") is True
-        origin = entry.get("origin") if isinstance(entry.get("origin"), dict) else {}
+        origin = found if isinstance(found := entry.get("origin"), dict) else {}
         out: list[dict[str, Any]] = []
         text_parts: list[str] = []
         images: list[dict[str, Any]] = []
@@ -405,7 +405,7 @@ class ItemMaker:
         return out
 
     def attachment(self, row: Row, entry: dict[str, Any], pos: int) -> dict[str, Any]:
-        attachment = entry.get("attachment") if isinstance(entry.get("attachment"), dict) else {}
+        attachment = found if isinstance(found := entry.get("attachment"), dict) else {}
         parts: list[str] = []
         for part in entry.get("rendered") or []:
             content = part.get("content") if isinstance(part, dict) else part
@@ -420,7 +420,7 @@ class ItemMaker:
         return item
 
     def compaction(self, row: Row, entry: dict[str, Any], pos: int) -> dict[str, Any]:
-        meta = entry.get("compactMetadata") if isinstance(entry.get("compactMetadata"), dict) else {}
+        meta = found if isinstance(found := entry.get("compactMetadata"), dict) else {}
         item = self.base(row, "compaction", 0, pos)
         item.update(
             text=str(entry.get("content") or "Conversation compacted"),
@@ -466,7 +466,7 @@ class ItemMaker:
 
 def preview(entry: dict[str, Any], size: int = 80) -> str:
     """The first words a row shows: its first text that is not a reminder."""
-    message = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+    message = found if isinstance(found := entry.get("message"), dict) else {}
     for block in _blocks(message.get("content")):
         text = str(block.get("text", "")) if block.get("type") == "text" else ""
         if text.strip() and not is_reminder(text):

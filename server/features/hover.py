@@ -109,7 +109,7 @@ def hover_markdown(path: Path, view: TreeView, row: Row) -> str:
         kids = view.children.get(row.uuid, [])
         lines.append(f"{len(kids)} child(ren)")
     if row.is_compact_boundary:
-        meta = entry.get("compactMetadata") if isinstance(entry.get("compactMetadata"), dict) else {}
+        meta = found if isinstance(found := entry.get("compactMetadata"), dict) else {}
         lines.append(
             f"compaction ({meta.get('trigger', '?')}): {meta.get('preTokens', '?')} tokens before, "
             f"{meta.get('postTokens', '?')} after"

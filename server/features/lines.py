@@ -44,26 +44,10 @@ def read_line(path: Path, row: Row) -> str:
         return fh.read(row.length).decode("utf-8", "replace")
 
 
-def read_line_at(path: Path, offset: int, length: int) -> str:
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        return fh.read(length).decode("utf-8", "replace")
-
-
 def utf16_col(text: str, index: int) -> int:
     """Column in UTF-16 units of the Python index `index` in `text`."""
     prefix = text[:index]
     return len(prefix) + sum(1 for ch in prefix if ord(ch) > 0xFFFF)
-
-
-def py_index(text: str, col: int) -> int:
-    """Python index of UTF-16 column `col`."""
-    units = 0
-    for i, ch in enumerate(text):
-        if units >= col:
-            return i
-        units += 2 if ord(ch) > 0xFFFF else 1
-    return len(text)
 
 
 def references(text: str) -> list[Reference]:

@@ -7,7 +7,7 @@ or subagent file it points to, looked up first in the same file, then in the who
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -21,7 +21,8 @@ Location = tuple[Path, int]
 
 
 class Index(Protocol):
-    files: dict[Path, object]
+    @property
+    def files(self) -> Mapping[Path, object]: ...
 
     def find_uuid(self, uuid: str) -> list[tuple[Path, Row]]: ...
 

@@ -45,7 +45,7 @@ def turns(path: Path, view: TreeView) -> list[Item]:
     current: Item | None = None
     for r in rows:
         entry = bodies.get(r.line, {})
-        msg = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+        msg = found if isinstance(found := entry.get("message"), dict) else {}
         if is_turn_start(r) or r.is_compact_boundary or current is None:
             if current is not None:
                 current.end_line = max(current.line, r.line - 1)
@@ -85,7 +85,7 @@ class Lens:
 
 
 def lenses(view: TreeView) -> list[Lens]:
-    """"Resume from here" on the leaf, "Fork here" on each typed prompt, "N branches" at branch points."""
+    """ "Resume from here" on the leaf, "Fork here" on each typed prompt, "N branches" at branch points."""
     t = view.transcript
     sid = t.session_id or t.path.stem
     out: list[Lens] = []
@@ -97,9 +97,7 @@ def lenses(view: TreeView) -> list[Lens]:
             out.append(Lens(r.line, "Fork here", "sessions/fork", [{"sessionId": sid, "atUuid": r.uuid}]))
     for bp in view.branch_points():
         kids = [k for k in view.children.get(bp.uuid or "", []) if k.type in ("user", "assistant")]
-        out.append(
-            Lens(bp.line, f"{len(kids)} branches", "sessions/tree", [{"sessionId": sid, "uuid": bp.uuid}])
-        )
+        out.append(Lens(bp.line, f"{len(kids)} branches", "sessions/tree", [{"sessionId": sid, "uuid": bp.uuid}]))
     return out
 
 

@@ -294,11 +294,11 @@ def _check_reach(f: FileState, out: list[Diagnostic]) -> None:
             heads.append(r)
         head_of[r.uuid or ""] = head
         size[head] = size.get(head, 0) + 1
-    for head in heads:
-        n = size.get(head.uuid or "", 1)
+    for head_row in heads:
+        n = size.get(head_row.uuid or "", 1)
         out.append(
             Diagnostic(
-                f.path, head.line, "unreachable-branch",
+                f.path, head_row.line, "unreachable-branch",
                 f"{n} row(s) from here are on a branch that resume does not reach (a rewind or abandoned branch)",
             )
         )  # fmt: skip
@@ -317,11 +317,11 @@ def _note_inline_subagents(rows: list[Row], f: FileState, out: list[Diagnostic])
             roots.append(r)
         root_of[r.uuid or ""] = root
         size[root] = size.get(root, 0) + 1
-    for root in roots:
-        n = size.get(root.uuid or "", 1)
+    for root_row in roots:
+        n = size.get(root_row.uuid or "", 1)
         out.append(
             Diagnostic(
-                f.path, root.line, "subagent-sidechain",
+                f.path, root_row.line, "subagent-sidechain",
                 f"{n} row(s) from here are a subagent's conversation kept in the main file (isSidechain), "
                 "not part of the session's own chain",
             )

@@ -43,7 +43,7 @@ class FileState:
     print_: int = 0
     """Fingerprint of the head and of the bytes before `offset` (see `storage.countcache`)."""
     read: ReadState = field(default_factory=ReadState)
-    line_offsets: array = field(default_factory=lambda: array("Q"))
+    line_offsets: array[int] = field(default_factory=lambda: array("Q"))
     """Byte offset of the start of each line (0-based line -> offset), the torn tail included."""
     transcript: Transcript = field(init=False)
     provisional: Row | None = None

@@ -91,7 +91,7 @@ class StoredFileState(FileState):
         self._load_lock = threading.RLock()
         super().__init__(path)
 
-    @property  # type: ignore[override]
+    @property
     def transcript(self) -> Transcript:
         if self._loader is not None or self._loading:
             self._load()
@@ -102,7 +102,7 @@ class StoredFileState(FileState):
     def transcript(self, value: Transcript) -> None:
         self._t, self._loader = value, None
 
-    @property  # type: ignore[override]
+    @property
     def provisional(self) -> Row | None:
         if self._loader is not None or self._loading:
             self._load()
@@ -146,7 +146,7 @@ class StoredFileState(FileState):
                     self.reset()  # lost, or another process stored a later state: read the file again ourselves
                     self.refresh()
                     return
-                saved = _decode_rows(found[1])  # type: ignore[index]
+                saved = _decode_rows(found[1])  # type: ignore[index]  # not None: `head` was decoded from it
                 t = Transcript(path=self.path, problems=saved.problems, torn_tail=head.torn)
                 t.add_rows(saved.rows)
                 self._t = t

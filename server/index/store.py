@@ -10,6 +10,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from server.index.checks import Pending, SessionReport, check_session
 from server.index.diagnostics import Diagnostic
@@ -390,9 +391,9 @@ class ProjectIndex:
             for report in self._all_reports():
                 for p in report.pending:
                     if p.target == uuid and p.path not in homes and p.path in self.files:
-                        row = self._row_at(p.path, p.line)
-                        if row is not None:
-                            out.append((p.path, row))
+                        pending_row = self._row_at(p.path, p.line)
+                        if pending_row is not None:
+                            out.append((p.path, pending_row))
             return out
 
     def subagent_files(self, session_file: Path | str) -> list[Path]:
@@ -508,7 +509,7 @@ class ProjectIndex:
             self._reports[key] = report
         return report
 
-    def _stamp(self, key: SessionKey, members: list[FileState]) -> list | None:
+    def _stamp(self, key: SessionKey, members: list[FileState]) -> list[Any] | None:
         """The members' identities, when every member is read to the end of the file as it is now."""
         if self._database() is None:
             return None
@@ -520,7 +521,7 @@ class ProjectIndex:
             return None
         return stamp
 
-    def _stored_report(self, key: SessionKey, stamp: list | None) -> SessionReport | None:
+    def _stored_report(self, key: SessionKey, stamp: list[Any] | None) -> SessionReport | None:
         if stamp is None or self._db is None:
             return None
         try:
@@ -530,7 +531,7 @@ class ProjectIndex:
             self._rebuild_db()
             return None
 
-    def _store_report(self, key: SessionKey, stamp: list | None, report: SessionReport) -> None:
+    def _store_report(self, key: SessionKey, stamp: list[Any] | None, report: SessionReport) -> None:
         if stamp is None or self._db is None:
             return
         try:

@@ -160,8 +160,8 @@ class SessionProtocol(LanguageServerProtocol):
                 self._refuse(message.id, JsonRpcServerNotInitialized(message=f"{method} before initialize"))
             return  # notifications before initialize are dropped, as LSP says
         if self._shutdown and method not in (None, lsp.EXIT) and getattr(message, "id", None) is not None:
-            error = JsonRpcInvalidRequest(message=f"the server is shutting down; {method} is not served")
-            self._send_response(message.id, None, error.to_response_error())
+            refusal = JsonRpcInvalidRequest(message=f"the server is shutting down; {method} is not served")
+            self._send_response(message.id, None, refusal.to_response_error())
             return
         super().handle_message(message)
 

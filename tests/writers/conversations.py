@@ -24,8 +24,16 @@ def _mid() -> str:
 
 
 def reply(blocks: list[dict[str, Any]], stop: str = "end_turn") -> dict[str, Any]:
-    return {"id": _mid(), "type": "message", "role": "assistant", "model": "claude-opus-5-5", "content": blocks,
-            "stop_reason": stop, "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 20}}
+    return {
+        "id": _mid(),
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-opus-5-5",
+        "content": blocks,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 100, "output_tokens": 20},
+    }
 
 
 def text(t: str) -> dict[str, Any]:
@@ -56,8 +64,7 @@ class Script:
         self.rec.record_prompt(prompt)
         out = f"echo: {prompt}"
         self.rec.record_assistant(reply([text(out)]))
-        self.expected += [{"role": "user", "content": [text(prompt)]},
-                          {"role": "assistant", "content": [text(out)]}]
+        self.expected += [{"role": "user", "content": [text(prompt)]}, {"role": "assistant", "content": [text(out)]}]
 
     def _tools(self, n: int, order: list[int] | None = None) -> None:
         paths = [self.files[i % len(self.files)] for i in range(n)]
@@ -71,15 +78,21 @@ class Script:
         self.rec.record_tool_results(results)
         out = f"I read it ({n} tool results)."
         self.rec.record_assistant(reply([text(out)]))
-        self.expected += [{"role": "user", "content": [text(prompt)]},
-                          {"role": "assistant", "content": blocks},
-                          {"role": "user", "content": results},
-                          {"role": "assistant", "content": [text(out)]}]
+        self.expected += [
+            {"role": "user", "content": [text(prompt)]},
+            {"role": "assistant", "content": blocks},
+            {"role": "user", "content": results},
+            {"role": "assistant", "content": [text(out)]},
+        ]
 
     def _agent(self, prompt: str) -> None:
         self.rec.record_prompt(f"AGENT {prompt}")
-        call = {"type": "tool_use", "id": _tid(), "name": "Agent",
-                "input": {"description": "sub task", "prompt": prompt, "subagent_type": "general-purpose"}}
+        call = {
+            "type": "tool_use",
+            "id": _tid(),
+            "name": "Agent",
+            "input": {"description": "sub task", "prompt": prompt, "subagent_type": "general-purpose"},
+        }
         self.rec.record_assistant(reply([call], "tool_use"))
         sub = self.rec.record_subagent(description="sub task", tool_use_id=call["id"])
         sub.record_prompt(prompt)
@@ -89,17 +102,20 @@ class Script:
         sub.record_tool_results([inner_result])
         sub.record_assistant(reply([text("I read it (1 tool results).")]))
         self.agents[sub.agent_id] = [
-            {"role": "user", "content": [text(prompt)]}, {"role": "assistant", "content": [inner]},
+            {"role": "user", "content": [text(prompt)]},
+            {"role": "assistant", "content": [inner]},
             {"role": "user", "content": [inner_result]},
             {"role": "assistant", "content": [text("I read it (1 tool results).")]},
         ]
         outer = {"type": "tool_result", "tool_use_id": call["id"], "content": [text("I read it (1 tool results).")]}
         self.rec.record_tool_results([outer])
         self.rec.record_assistant(reply([text("I read it (1 tool results).")]))
-        self.expected += [{"role": "user", "content": [text(f"AGENT {prompt}")]},
-                          {"role": "assistant", "content": [call]},
-                          {"role": "user", "content": [outer]},
-                          {"role": "assistant", "content": [text("I read it (1 tool results).")]}]
+        self.expected += [
+            {"role": "user", "content": [text(f"AGENT {prompt}")]},
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [outer]},
+            {"role": "assistant", "content": [text("I read it (1 tool results).")]},
+        ]
 
     def _compact(self, summary: str) -> None:
         self.rec.record_compact_boundary(summary, pre_tokens=1000, post_tokens=100)

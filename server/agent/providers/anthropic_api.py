@@ -87,12 +87,12 @@ class AnthropicProvider:
                 raise
 
     def _stream_once(self, request: ModelRequest, acc: _Accumulator, cancel: CancelToken) -> None:
-        stream = self.client.messages.create(
+        stream = self.client.messages.create(  # type: ignore[call-overload]  # plain JSON dicts, not the SDK's TypedDicts
             model=self.model,
             max_tokens=request.max_tokens,
-            system=request.system,  # type: ignore[arg-type]
-            messages=request.messages,  # type: ignore[arg-type]
-            tools=request.tools,  # type: ignore[arg-type]
+            system=request.system,
+            messages=request.messages,
+            tools=request.tools,
             metadata={"user_id": json.dumps({"session_id": request.session_id})},
             stream=True,
         )
@@ -199,7 +199,7 @@ def _delay(exc: anthropic.APIError, attempt: int) -> float:
             return min(float(headers["retry-after"]), 60.0)
     except ValueError:
         pass
-    return min(0.5 * 2 ** (attempt - 1), 16.0)
+    return min(0.5 * 2.0 ** (attempt - 1), 16.0)
 
 
 def _describe(exc: anthropic.APIError, base_url: str | None) -> ProviderError:
@@ -227,5 +227,5 @@ def _describe(exc: anthropic.APIError, base_url: str | None) -> ProviderError:
 
 def _message(exc: anthropic.APIStatusError) -> str:
     body = exc.body if isinstance(exc.body, dict) else {}
-    err = body.get("error") if isinstance(body.get("error"), dict) else {}
+    err = found if isinstance(found := body.get("error"), dict) else {}
     return str(err.get("message") or exc.message)

@@ -95,8 +95,17 @@ class ClaudeCliProvider:
             if admission is not None:
                 admission.release()
 
-    def _run(self, cmd: list[str], cwd: str, env: dict[str, str], projects: Path, session_id: str | None,
-             before: set[str], on_event: Callable[[TurnEvent], None], cancel: CancelToken) -> TurnResult:
+    def _run(
+        self,
+        cmd: list[str],
+        cwd: str,
+        env: dict[str, str],
+        projects: Path,
+        session_id: str,
+        before: set[str],
+        on_event: Callable[[TurnEvent], None],
+        cancel: CancelToken,
+    ) -> TurnResult:
         proc = subprocess.Popen(
             cmd,
             cwd=cwd,
@@ -169,8 +178,8 @@ def _recorded_cwd(path: Path) -> str | None:
     with path.open(encoding="utf-8", errors="replace") as f:
         for line in f:
             row = _parse(line)
-            if row and isinstance(row.get("cwd"), str):
-                return row["cwd"]
+            if row and isinstance(cwd := row.get("cwd"), str):
+                return cwd
     return None
 
 
@@ -196,8 +205,8 @@ def _relay(event: dict[str, Any], on_event: Callable[[TurnEvent], None]) -> None
         if inner.get("type") == "content_block_delta" and delta.get("type") == "text_delta":
             on_event(TurnEvent("text", {"text": delta.get("text", "")}))
         return
-    message = event.get("message") if isinstance(event.get("message"), dict) else {}
-    blocks = message.get("content") if isinstance(message.get("content"), list) else []
+    message = found if isinstance(found := event.get("message"), dict) else {}
+    blocks = found if isinstance(found := message.get("content"), list) else []
     if event.get("parent_tool_use_id"):
         return
     for block in blocks:

@@ -108,7 +108,7 @@ class _Capture:
         if stream is None:
             return
         with stream:
-            while chunk := stream.read1(65536):
+            while chunk := stream.read1(65536):  # type: ignore[attr-defined]  # a Popen pipe: a BufferedReader
                 if self.kept < self.KEEP:
                     self.chunks.append(chunk[: self.KEEP - self.kept])
                     self.kept += len(self.chunks[-1])
