@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "turn": ("server.commands.turn", "run one turn (prompt -> reply, with tools), recorded for `claude --resume`"),
     "pull": ("server.commands.store", "materialise a store session into the projects folder (resume locally)"),
     "usage": ("server.commands.usage", "tokens and cost by session, project, model or day"),
+    "search": ("server.commands.search", "find a prompt, reply or tool result in every session"),
 }
 """Subcommand -> (the module whose `register(sub)` defines it, its line in `session-lsp --help`)."""
 

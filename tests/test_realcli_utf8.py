@@ -121,7 +121,17 @@ def test_lines_with_bytes_that_are_not_utf8_resume_as_the_cli_resumes_them(claud
         assert done.returncode == 0, done.stderr[-2000:]
         sent = next(r for r in model.requests if r.get("sessionId") == sid)["messages"]
     ours = subprocess.run(
-        [sys.executable, "-m", "server.cli", "chain", str(path), "--json", "--bare", "--projects-dir", str(path.parent.parent)],
+        [
+            sys.executable,
+            "-m",
+            "server.cli",
+            "chain",
+            str(path),
+            "--json",
+            "--bare",
+            "--projects-dir",
+            str(path.parent.parent),
+        ],
         capture_output=True,
         cwd=REPO,
         timeout=120,

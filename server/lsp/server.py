@@ -39,6 +39,7 @@ from server.features import navigation
 from server.features.hover import hover_markdown
 from server.features.outline import Item, lenses, row_at_line, turns
 from server.features.requests import SessionRequests
+from server.features.symbols import workspace_symbols
 from server.features.tree import TreeView
 from server.index import ProjectIndex
 from server.lsp.errors import to_jsonrpc
@@ -47,6 +48,7 @@ from server.lsp.options import InitializationOptions
 from storage.access import is_inside, real_root
 from storage.errors import InvalidArgument, SessionLspError
 from storage.paths import default_projects_dir
+from storage.search import SearchIndex
 
 log = logging.getLogger(__name__)
 VERSION = "0.1.0"
@@ -189,6 +191,9 @@ class SessionServer(LanguageServer):
         self.watcher: Any = None
         self.ready = threading.Event()
         self.turns = TurnPool()
+        self.search: SearchIndex | None = None
+        """The full-text search database, opened on first use (`search_index`)."""
+        self.search_lock = threading.Lock()
         self.grants = SessionGrants()
         """Tools the person allowed for the rest of a session (`sessions/permission` answers)."""
         self._views: dict[Path, tuple[int, TreeView]] = {}
@@ -261,6 +266,11 @@ class SessionServer(LanguageServer):
             self.index.update_file(path)
             fs = self.index.files.get(path)
         return fs
+
+    def search_index(self) -> SearchIndex:
+        if self.search is None:
+            self.search = SearchIndex.open()
+        return self.search
 
     def under_projects(self, path: Path) -> bool:
         return is_inside(real_root(self.projects_dir), Path(os.path.realpath(path)))
@@ -572,25 +582,20 @@ def text_document_code_lens(ls: SessionServer, params: lsp.CodeLensParams) -> li
 
 
 @server.feature(lsp.WORKSPACE_SYMBOL)
+@server.thread()
 def workspace_symbol(ls: SessionServer, params: lsp.WorkspaceSymbolParams) -> list[lsp.SymbolInformation]:
-    from storage.sessions import list_sessions
-
-    query = params.query.lower()
-    out = []
-    for s in list_sessions(ls.projects_dir, count=False):
-        haystack = " ".join(filter(None, [s.title, s.first_prompt, s.last_prompt, s.session_id])).lower()
-        if query and query not in haystack:
-            continue
-        line = 0
-        out.append(
-            lsp.SymbolInformation(
-                name=s.title or s.session_id,
-                kind=lsp.SymbolKind.File,
-                location=lsp.Location(uri=from_fs_path(str(s.path)) or "", range=_line_range(line, 0, 0)),
-                container_name=s.cwd,
-            )
+    """Sessions by title and prompts, then matching messages (full-text search); off the event loop."""
+    with ls.search_lock:
+        symbols = workspace_symbols(ls.projects_dir, params.query, ls.search_index())
+    return [
+        lsp.SymbolInformation(
+            name=sym.name,
+            kind=lsp.SymbolKind.File if sym.is_session else lsp.SymbolKind.String,
+            location=lsp.Location(uri=from_fs_path(str(sym.path)) or "", range=_line_range(sym.line, 0, 0)),
+            container_name=sym.container,
         )
-    return out
+        for sym in symbols
+    ]
 
 
 # -- custom requests -------------------------------------------------------------------------

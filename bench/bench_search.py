@@ -1,0 +1,57 @@
+"""Benchmark of full-text search (`storage.search`): building the index of a folder, catching up when
+nothing changed, and queries once indexed (p50/max over a set of words), with the index size. Prints
+figures; it is not a test.
+
+    .venv/bin/python bench/bench_search.py [--mb 300] [--seed 1] [--dir bench/out]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.make_projects import add_folder_arguments, projects_for  # noqa: E402
+from storage.search import DB_NAME, SearchIndex  # noqa: E402
+
+QUERIES = ["login", "auth/login", "error", "Read", "function", "test", "zzzznotthere", "config file", "the"]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_folder_arguments(p)
+    args = p.parse_args()
+    root = projects_for(args)
+    size = sum(f.stat().st_size for f in root.rglob("*.jsonl"))
+    with tempfile.TemporaryDirectory() as tmp:
+        index = SearchIndex.open(Path(tmp))
+        t0 = time.perf_counter()
+        files = index.update(root)
+        build = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        index.update(root)
+        again = time.perf_counter() - t0
+        times = []
+        for _ in range(5):
+            for q in QUERIES:
+                t0 = time.perf_counter()
+                index.search(q, 50, projects_dir=root)
+                times.append(time.perf_counter() - t0)
+        db = (Path(tmp) / DB_NAME).stat().st_size
+        index.close()
+    print(f"folder: {size / 2**20:.0f} MiB, {files} files indexed")
+    print(f"first index: {build:.2f} s; catching up, nothing changed: {again * 1000:.0f} ms")
+    print(
+        f"query (50 hits), {len(times)} queries: p50 {statistics.median(times) * 1000:.1f} ms, "
+        f"max {max(times) * 1000:.1f} ms"
+    )
+    print(f"index size: {db / 2**20:.0f} MiB ({db / size:.2f}x the folder)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""`search`: full-text search over every prompt, reply and tool result (`storage.search`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from server.commands.common import add_projects_dir, print_json, projects_dir
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("search", help="find a prompt, reply or tool result in every session")
+    p.add_argument("query", nargs="+", help="words that must all appear (the last may be the start of a word)")
+    add_projects_dir(p)
+    p.add_argument("--limit", type=int, default=50, help="most hits shown (default 50)")
+    p.add_argument("--json", action="store_true", help="print JSON: [{sessionId, path, line, uuid, kind, snippet}]")
+    p.set_defaults(func=cmd_search)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from storage.search import SearchIndex
+
+    root = projects_dir(args)
+    index = SearchIndex.open()
+    try:
+        index.update(root)
+        hits = index.search(" ".join(args.query), max(1, args.limit), projects_dir=root)
+    finally:
+        index.close()
+    if args.json:
+        print_json([h.to_json() for h in hits])
+        return 0
+    for h in hits:
+        print(f"{h.path}:{h.line + 1}: [{h.kind}] {' '.join(h.snippet.split())}")
+    if not hits:
+        print(f"no match for {' '.join(args.query)!r}")
+    return 0
