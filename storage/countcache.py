@@ -14,11 +14,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
 import zlib
 from pathlib import Path
 
 import orjson
+
+from storage.cache import cache_dir, save_json
 
 MARKERS = (b'"type":"user"', b'"type":"assistant"')
 SPACED_MARKER = re.compile(rb'"type"(?:[ \t\r]+:[ \t\r]*|:[ \t\r]+)"(?:user|assistant)"')
@@ -30,10 +31,8 @@ PRINT = 4096
 
 
 def cache_file() -> Path | None:
-    if os.environ.get("SESSION_LSP_NO_CACHE"):
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "session-lsp" / "message-counts-v2.json"
+    folder = cache_dir()
+    return None if folder is None else folder / "message-counts-v2.json"
 
 
 def _markers(data: bytes) -> int:
@@ -142,10 +141,5 @@ class CountCache:
     def save(self) -> None:
         if self.where is None or not self.dirty:
             return
-        with contextlib.suppress(OSError):
-            self.where.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.where.parent, prefix=".counts-")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(orjson.dumps(self.entries))
-            os.replace(tmp, self.where)
+        if save_json(self.where, self.entries):
             self.dirty = False

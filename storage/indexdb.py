@@ -30,6 +30,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 
+from storage.cache import cache_dir, private_dir, private_file
+
 SCHEMA_VERSION = 4
 DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
@@ -52,14 +54,6 @@ CREATE TABLE IF NOT EXISTS uuids(uuid TEXT, path TEXT, line INTEGER);
 CREATE INDEX IF NOT EXISTS uuids_by_uuid ON uuids(uuid);
 CREATE INDEX IF NOT EXISTS uuids_by_path ON uuids(path);
 """
-
-
-def cache_dir() -> Path | None:
-    """`$XDG_CACHE_HOME/session-lsp` (else `~/.cache/session-lsp`); None when caching is off."""
-    if os.environ.get("SESSION_LSP_NO_CACHE"):
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "session-lsp"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,19 +107,6 @@ class FileRecord:
     """Bytes counted and read up to (the end of the last whole line)."""
     count: int
     info: dict[str, Any] | None
-
-
-def _private_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(path, 0o700)
-
-
-def _private_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
 
 
 _P = ParamSpec("_P")
@@ -184,8 +165,8 @@ class IndexDB:
         db_path = folder / DB_NAME
         for attempt in (1, 2):
             try:
-                _private_dir(folder)
-                _private_file(db_path)
+                private_dir(folder)
+                private_file(db_path)
                 return cls(_connect(db_path, BUSY_MS), db_path)
             except sqlite3.OperationalError as exc:
                 if _is_busy(exc):

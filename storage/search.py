@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from storage.access import real_root
-from storage.indexdb import APPENDED, SAME, Identity, _private_dir, _private_file, cache_dir, compare
+from storage.cache import cache_dir, private_dir, private_file
+from storage.indexdb import APPENDED, SAME, Identity, compare
 from storage.jsonline import loads_line
 from storage.paths import iter_project_dirs, iter_session_files, subagent_files
 from storage.reader import open_regular
@@ -124,16 +125,16 @@ class SearchIndex:
         folder = folder if folder is not None else cache_dir()
         if folder is None:
             return cls(_connect(":memory:"))
-        _private_dir(folder)
+        private_dir(folder)
         path = folder / DB_NAME
-        _private_file(path)
+        private_file(path)
         try:
             return cls(_connect(str(path)))
         except sqlite3.DatabaseError:  # damaged or another schema: never trusted, rebuilt
             for suffix in ("", "-wal", "-shm"):
                 with contextlib.suppress(OSError):
                     os.unlink(str(path) + suffix)
-            _private_file(path)
+            private_file(path)
             return cls(_connect(str(path)))
 
     def close(self) -> None:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from storage.countcache import cache_file
+from storage.cache import cache_dir, save_json
 from storage.prices import PRICES_DATE
 from storage.usage import ASSISTANT_MARKER, Response, assistant_lines, merge_response, responses_of_lines
 
@@ -36,8 +35,8 @@ _FIELDS = (
 
 
 def usage_cache_file() -> Path | None:
-    counts = cache_file()
-    return None if counts is None else counts.with_name(f"usage-{PRICES_DATE}-v2.json")
+    folder = cache_dir()
+    return None if folder is None else folder / f"usage-{PRICES_DATE}-v2.json"
 
 
 def _packed(r: Response) -> list[Any]:
@@ -97,10 +96,5 @@ class UsageCache:
     def save(self) -> None:
         if self.where is None or not self.dirty:
             return
-        with contextlib.suppress(OSError):
-            self.where.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.where.parent, prefix=".usage-")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(orjson.dumps(self.entries))
-            os.replace(tmp, self.where)
+        if save_json(self.where, self.entries):
             self.dirty = False

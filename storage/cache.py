@@ -1,0 +1,49 @@
+"""The cache folder (`$XDG_CACHE_HOME/session-lsp`, else `~/.cache/session-lsp`) and how files are
+made in it: the folder 0700 and every file 0600 whatever the umask (caches hold titles, prompts and
+paths). `SESSION_LSP_NO_CACHE=1` turns every cache off."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+
+def cache_dir() -> Path | None:
+    """The cache folder; None when caching is off."""
+    if os.environ.get("SESSION_LSP_NO_CACHE"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "session-lsp"
+
+
+def private_dir(path: Path) -> None:
+    """`mkdir -p path`, and the folder itself 0700."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+
+
+def private_file(path: Path) -> None:
+    """Create `path` if missing; either way 0600."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def save_json(path: Path, value: Any) -> bool:
+    """Write `value` to `path` whole (aside, then renamed over it), 0600 in a 0700 folder; False when
+    the folder cannot be written (a cache is only a cache)."""
+    with contextlib.suppress(OSError):
+        private_dir(path.parent)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")  # mkstemp makes it 0600
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(orjson.dumps(value))
+        os.replace(tmp, path)
+        return True
+    return False
