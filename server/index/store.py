@@ -117,6 +117,8 @@ class ProjectIndex:
         self.named: set[Path] = set()
         """Files tracked whatever their name (`check FILE` checks what it is given)."""
         self.skipped: dict[Path, str] = {}
+        self.scan_bytes: tuple[int, int] = (0, 0)
+        """(bytes read, bytes to read) of the scan under way, for progress reports."""
         """Entries named like transcripts that are not regular files (FIFOs, symlink loops, ...)."""
 
     def skip(self, path: Path, why: str) -> None:
@@ -158,6 +160,9 @@ class ProjectIndex:
     def scan(self, progress: Callable[[int, int], None] | None = None, paths: Iterable[Path] | None = None) -> None:
         """Read every transcript (or only `paths`) from where the index stopped."""
         todo = [norm(p) for p in paths] if paths is not None else list(self.discover())
+        sizes = [_size(p) for p in todo]
+        total_bytes, done_bytes = sum(sizes), 0
+        self.scan_bytes = (0, total_bytes)
         enabled = gc.isenabled()
         gc.disable()  # millions of long-lived rows: collections would only walk them again
         try:
@@ -167,6 +172,8 @@ class ProjectIndex:
                         self._update(path, ChangeSet())
                     except OSError as exc:  # vanished or unreadable since it was found
                         self.skip(path, exc.strerror or str(exc))
+                done_bytes += sizes[i]
+                self.scan_bytes = (done_bytes, total_bytes)
                 if progress is not None:
                     progress(i + 1, len(todo))
         finally:
@@ -611,3 +618,10 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 
 __all__ = ["ChangeSet", "ProjectIndex", "Pending", "norm", "session_key", "tracked_kind"]
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

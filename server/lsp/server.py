@@ -45,13 +45,13 @@ from server.index import ProjectIndex
 from server.lsp.errors import to_jsonrpc
 from server.lsp.framing import FrameError, StreamReader, serve_frames
 from server.lsp.options import InitializationOptions
+from server.version import version
 from storage.access import is_inside, real_root
 from storage.errors import InvalidArgument, SessionLspError
 from storage.paths import default_projects_dir
 from storage.search import SearchIndex
 
 log = logging.getLogger(__name__)
-VERSION = "0.1.0"
 EXIT_GRACE = 1.5
 """Seconds that running turns get to record their interruption at `exit` before the process ends."""
 CANCEL_GRACE = 1.5
@@ -180,7 +180,10 @@ class SessionServer(LanguageServer):
     def __init__(self) -> None:
         # transcripts are read from disk: documents sync on open and close only, never per edit
         super().__init__(
-            "session-lsp", VERSION, text_document_sync_kind=lsp.TextDocumentSyncKind.None_, protocol_cls=SessionProtocol
+            "session-lsp",
+            version(),
+            text_document_sync_kind=lsp.TextDocumentSyncKind.None_,
+            protocol_cls=SessionProtocol,
         )
         self.defaults = InitializationOptions()
         """What the command line chose (`serve --projects-dir/--polling`); the client's options override."""
@@ -402,8 +405,11 @@ def _initial_scan(ls: SessionServer) -> None:
 
     def progress(done: int, total: int) -> None:
         if have_progress and total and (done % 50 == 0 or done == total):
+            read, size = ls.index.scan_bytes if ls.index is not None else (0, 0)
+            share = read / size if size else done / total
+            message = f"{done}/{total} files, {read / 2**20:.1f}/{size / 2**20:.1f} MiB"
             ls.work_done_progress.report(
-                token, lsp.WorkDoneProgressReport(message=f"{done}/{total} files", percentage=int(100 * done / total))
+                token, lsp.WorkDoneProgressReport(message=message, percentage=int(100 * share))
             )
 
     try:
