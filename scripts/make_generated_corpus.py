@@ -1,6 +1,6 @@
 """Write tests/corpus/generated: a real corpus made by the real Claude Code CLI offline.
 
-The CLI runs in print mode against the scripted test model (server/agent/scripted_api.py) with
+The CLI runs in print mode against the scripted test model (tests/scripted_api.py) with
 working directories under /tmp/slsp-corpus (wiped first, so paths are reproducible). Afterwards the
 CLI's own ``projects/`` folder is copied byte for byte; the requests the CLI made are written, in a
 condensed form, to ``api-requests.jsonl``; ``steps.log`` lists every command; ``oracles.json`` maps
@@ -21,8 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from realcli import find_claude, run_claude  # noqa: E402
-
-from server.agent.scripted_api import ScriptedModelServer  # noqa: E402
+from scripted_api import ScriptedModelServer  # noqa: E402
 
 BASE = Path("/tmp/slsp-corpus")
 OUT = REPO / "tests" / "corpus" / "generated"
@@ -194,7 +193,7 @@ def write_readme(d: Driver) -> None:
         "",
         "Made by `scripts/make_generated_corpus.py` (rerun it to regenerate; it needs the real CLI,",
         "see `scripts/setup.d/claude-cli.sh`). The CLI ran in print mode (`-p`), fully offline, against the",
-        "scripted test model `server/agent/scripted_api.py` (READ/PAR/AGENT/LS/GLOB/GREP/FAIL/SLOW/echo;",
+        "scripted test model `tests/scripted_api.py` (READ/PAR/AGENT/LS/GLOB/GREP/FAIL/SLOW/echo;",
         "see its docstring) with `CLAUDE_CONFIG_DIR=/tmp/slsp-corpus/config`, `HOME=/tmp/slsp-corpus/home`,",
         "`CLAUDE_CODE_TMPDIR=/tmp/slsp-corpus/tmp` (task output files named in task notifications)",
         "and the flags of `tests/realcli.py` (`--allowedTools Read,LS,Glob,Grep,Agent`, telemetry off).",

@@ -2,7 +2,7 @@
 
 Each old CLI (1.0.x and 2.0.x, a ``cli.js`` run by Node, installed by
 ``scripts/setup.d/claude-cli-old.sh`` under ``.cache/claude-cli-<version>``) runs in print mode,
-offline, against the scripted test model (server/agent/scripted_api.py), in a working directory
+offline, against the scripted test model (tests/scripted_api.py), in a working directory
 under /tmp/slsp-versions (wiped first, so paths are reproducible). Its ``projects/`` folder is
 copied as it left it. Then every session file is resumed by the real CLI 2.1.328 with
 ``ORACLE <id>``, each from a fresh copy of that folder (so every resume sees the old writer's file,
@@ -22,10 +22,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
+import scripted_api  # noqa: E402
 from realcli import find_claude, run_claude  # noqa: E402
-
-from server.agent import scripted_api  # noqa: E402
-from server.agent.scripted_api import ScriptedModelServer  # noqa: E402
+from scripted_api import ScriptedModelServer  # noqa: E402
 
 BASE = Path("/tmp/slsp-versions")
 OUT = REPO / "tests" / "corpus" / "versions"
@@ -328,7 +327,7 @@ def write_readme(d: Driver) -> None:
         "",
         "Made by `scripts/make_versions_corpus.py` (rerun it to regenerate; it needs Node, the old CLIs",
         "from `scripts/setup.d/claude-cli-old.sh` and the real CLI 2.1.328). Every CLI ran in print mode",
-        "(`-p`), offline, against the scripted test model `server/agent/scripted_api.py`, with",
+        "(`-p`), offline, against the scripted test model `tests/scripted_api.py`, with",
         "`CLAUDE_CONFIG_DIR` and `HOME` under `/tmp/slsp-versions`; the script adds two words to the",
         "scripted model: `TASK <prompt>` answers with one `Task` tool call (the subagent tool before 2.1),",
         "`CALL <tool> <json>` with one call of that tool.",

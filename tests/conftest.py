@@ -14,6 +14,8 @@ TESTS = Path(__file__).resolve().parent
 CORPUS = TESTS / "corpus" / "claude-code-2.1.328"
 sys.path.insert(0, str(TESTS))
 
+from scripted_api import SCRIPTED_KEY, SCRIPTED_MODEL, ScriptedModelServer  # noqa: E402
+
 
 @pytest.fixture
 def corpus_projects(tmp_path: Path) -> Path:
@@ -25,14 +27,28 @@ def corpus_projects(tmp_path: Path) -> Path:
     return dest
 
 
+@pytest.fixture(scope="session")
+def scripted_model() -> Iterator[ScriptedModelServer]:
+    """One scripted test model on loopback for the whole run (the product ships no test double:
+    tests point the real `anthropic` provider at it)."""
+    with ScriptedModelServer() as model:
+        yield model
+
+
 @pytest.fixture(autouse=True)
-def private_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def private_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, scripted_model: ScriptedModelServer
+) -> Path:
     """No test reads or writes the real `~/.claude` or `~/.cache`: HOME, XDG_CACHE_HOME and
-    CLAUDE_CONFIG_DIR point into a fresh temp folder (subprocesses inherit them)."""
+    CLAUDE_CONFIG_DIR point into a fresh temp folder (subprocesses inherit them). The `anthropic`
+    provider talks to the scripted test model (ANTHROPIC_BASE_URL, a dummy key, its model name)."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", scripted_model.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SCRIPTED_KEY)
+    monkeypatch.setenv("ANTHROPIC_MODEL", SCRIPTED_MODEL)
     return home
 
 

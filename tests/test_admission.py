@@ -84,7 +84,7 @@ def _assert_in_use(exc: BaseException, holder_pid: int | None = None) -> dict:
 
 # -- (a) two runTurn on one session, back to back, one server --------------------------------
 async def test_two_turns_on_one_session_one_is_refused(client: LanguageClient, work: Path) -> None:
-    first = await call(client, "sessions/runTurn", {"prompt": "hello", "cwd": str(work), "provider": "scripted"})
+    first = await call(client, "sessions/runTurn", {"prompt": "hello", "cwd": str(work), "provider": "anthropic"})
     sid, path = first["sessionId"], Path(first["path"])
     for round_ in range(3):
         prompts = [f"SLOW round {round_} writer A", f"SLOW round {round_} writer B"]
@@ -92,7 +92,7 @@ async def test_two_turns_on_one_session_one_is_refused(client: LanguageClient, w
         futures = [
             asyncio.ensure_future(
                 client.protocol.send_request_async(
-                    "sessions/runTurn", {"sessionId": sid, "prompt": p, "provider": "scripted"}, msg_id=i
+                    "sessions/runTurn", {"sessionId": sid, "prompt": p, "provider": "anthropic"}, msg_id=i
                 )
             )
             for p, i in zip(prompts, ids)
@@ -114,7 +114,7 @@ async def test_two_turns_on_one_session_one_is_refused(client: LanguageClient, w
         assert prompts[lost] not in text, f"the refused turn's prompt was written (round {round_})"
         print(f"round {round_}: writer {'AB'[won]} admitted, {'AB'[lost]} refused: {exc.message}")
     # the session is free again
-    again = await call(client, "sessions/runTurn", {"sessionId": sid, "prompt": "after", "provider": "scripted"})
+    again = await call(client, "sessions/runTurn", {"sessionId": sid, "prompt": "after", "provider": "anthropic"})
     assert again["text"] == "echo: after"
 
 
@@ -247,25 +247,27 @@ def _register_cli(config: Path, pid: int, sid: str, cwd: Path) -> Path:
 
 
 async def test_a_live_cli_session_refuses_our_writers(client: LanguageClient, projects: Path, work: Path) -> None:
-    first = await call(client, "sessions/runTurn", {"prompt": "hello", "cwd": str(work), "provider": "scripted"})
+    first = await call(client, "sessions/runTurn", {"prompt": "hello", "cwd": str(work), "provider": "anthropic"})
     sid, path = first["sessionId"], Path(first["path"])
     config = projects.parent
     # a dead CLI's record does not hold the session
     dead = subprocess.Popen(["true"])
     dead.wait()
     _register_cli(config, dead.pid, sid, work)
-    ok = await call(client, "sessions/runTurn", {"sessionId": sid, "prompt": "while dead", "provider": "scripted"})
+    ok = await call(client, "sessions/runTurn", {"sessionId": sid, "prompt": "while dead", "provider": "anthropic"})
     assert ok["text"] == "echo: while dead"
     live = subprocess.Popen(["sleep", "300"])  # stands for the running CLI process: a real live pid
     try:
         _register_cli(config, live.pid, sid, work)
         before = path.read_bytes()
         with pytest.raises(JsonRpcException) as caught:
-            await call(client, "sessions/runTurn", {"sessionId": sid, "prompt": "REFUSED TURN", "provider": "scripted"})
+            await call(
+                client, "sessions/runTurn", {"sessionId": sid, "prompt": "REFUSED TURN", "provider": "anthropic"}
+            )
         data = _assert_in_use(caught.value)
         assert data["holder"]["pid"] == live.pid
         for args in (
-            ["turn", "--resume", sid, "--cwd", str(work), "--provider", "scripted", "REFUSED CLI TURN"],
+            ["turn", "--resume", sid, "--cwd", str(work), "--provider", "anthropic", "REFUSED CLI TURN"],
             ["rename", sid, "REFUSED TITLE"],
             ["tag", sid, "refused-tag"],
         ):
@@ -278,7 +280,7 @@ async def test_a_live_cli_session_refuses_our_writers(client: LanguageClient, pr
         live.kill()
         live.wait()
     # the CLI is gone: the session is ours again
-    again = await call(client, "sessions/runTurn", {"sessionId": sid, "prompt": "after", "provider": "scripted"})
+    again = await call(client, "sessions/runTurn", {"sessionId": sid, "prompt": "after", "provider": "anthropic"})
     assert again["text"] == "echo: after"
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from oracle import differences
 from realcli import find_claude, run_claude
+from scripted_api import ScriptedModelServer
 
 from server.agent.loop import run_turn
 from server.agent.request import TurnRequest
-from server.agent.scripted_api import ScriptedModelServer
 from storage.resume import resume
 
 pytestmark = [pytest.mark.realcli, pytest.mark.slow]

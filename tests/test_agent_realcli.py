@@ -10,13 +10,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from scripted_api import ScriptedModelServer, scripted_provider
 from test_agent_support import conversation
 
 from server.agent.events import TurnEvent
 from server.agent.loop import run_turn
-from server.agent.providers.scripted import scripted_provider
 from server.agent.request import TurnRequest
-from server.agent.scripted_api import ScriptedModelServer
 from storage.apiform import CONTINUE, NO_RESPONSE
 from storage.resume import resume
 

@@ -7,14 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_api import ScriptedModelServer, scripted_provider
 from test_agent_support import conversation, rows
 
 from server.agent.cancel import CancelToken
 from server.agent.events import TurnEvent, TurnResult
 from server.agent.loop import run_turn
-from server.agent.providers.scripted import scripted_provider
 from server.agent.request import TurnRequest
-from server.agent.scripted_api import ScriptedModelServer
 from storage.chain import build_chain
 from storage.paths import project_folder_name
 from storage.resume import resume

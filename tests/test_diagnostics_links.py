@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from conftest import TESTS
+from scripted_api import ScriptedModelServer
 
-from server.agent.scripted_api import ScriptedModelServer
 from server.index import ProjectIndex
 
 try:

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from conftest import TESTS
 from oracle import SCRUBBED_REMINDER, differences
+from scripted_api import ScriptedModelServer
 from writers.conversations import Script
 
-from server.agent.scripted_api import ScriptedModelServer
 from storage.apiform import CONTINUE
 from storage.fork import fork_session
 from storage.livesession import SessionInUse, live_records

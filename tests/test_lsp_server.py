@@ -360,7 +360,7 @@ async def test_run_turn_streams_and_records(client: LanguageClient, projects: Pa
     result = await call(
         client,
         "sessions/runTurn",
-        {"prompt": f"READ {work / 'notes.txt'}", "cwd": str(work), "provider": "scripted", "workDoneToken": "turn-1"},
+        {"prompt": f"READ {work / 'notes.txt'}", "cwd": str(work), "provider": "anthropic", "workDoneToken": "turn-1"},
     )
     assert result["text"].endswith("I read it (1 tool results).")
     path = Path(result["path"])
@@ -384,11 +384,11 @@ async def test_run_turn_cancelled_leaves_a_resumable_session(
 
     work = tmp_path / "work2"
     work.mkdir()
-    first = await call(client, "sessions/runTurn", {"prompt": "hello", "cwd": str(work), "provider": "scripted"})
+    first = await call(client, "sessions/runTurn", {"prompt": "hello", "cwd": str(work), "provider": "anthropic"})
     fut = asyncio.ensure_future(
         client.protocol.send_request_async(
             "sessions/runTurn",
-            {"sessionId": first["sessionId"], "prompt": "SLOW a long reply", "provider": "scripted"},
+            {"sessionId": first["sessionId"], "prompt": "SLOW a long reply", "provider": "anthropic"},
             msg_id="slow-turn",
         )
     )
@@ -403,6 +403,6 @@ async def test_run_turn_cancelled_leaves_a_resumable_session(
     assert r.messages[-1]["role"] == "assistant"
     # and the next turn continues the same file
     again = await call(
-        client, "sessions/runTurn", {"sessionId": first["sessionId"], "prompt": "after", "provider": "scripted"}
+        client, "sessions/runTurn", {"sessionId": first["sessionId"], "prompt": "after", "provider": "anthropic"}
     )
     assert again["path"] == first["path"] and again["text"] == "echo: after"

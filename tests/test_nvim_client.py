@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import CORPUS
+from scripted_api import SCRIPTED_KEY, SCRIPTED_MODEL, ScriptedModelServer
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = REPO / "editor-client" / "nvim"
@@ -103,7 +104,7 @@ def _definition_target(path: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def nvim_run(tmp_path_factory: pytest.TempPathFactory, scripted_model: ScriptedModelServer) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("nvim").resolve()
     projects = _make_projects(tmp)
     outside = tmp / "outside" / "notes.jsonl"
@@ -122,7 +123,7 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "out": str(out),
         "cmd": _server_cmd(),
         "projects_dir": str(projects),
-        "provider": "scripted",
+        "provider": "anthropic",
         "claude_cmd": ["sh", "-c", 'echo "CLAUDE-RESUME $* IN $(pwd) END"; sleep 5', "claude"],
         "timeout_ms": TIMEOUT_MS,
         "turn_timeout_ms": 120_000,
@@ -154,6 +155,11 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "XDG_CACHE_HOME": str(home / ".cache"),
         "CLAUDE_CONFIG_DIR": str(home / ".claude"),
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        # the server's `anthropic` provider talks to the scripted test model (this fixture outlives
+        # the per-test environment, so it is set here)
+        "ANTHROPIC_BASE_URL": scripted_model.base_url,
+        "ANTHROPIC_API_KEY": SCRIPTED_KEY,
+        "ANTHROPIC_MODEL": SCRIPTED_MODEL,
     }
     cmd = [NVIM, "--headless", "--clean", "-u", str(TEST_INIT)]
     try:
@@ -372,7 +378,7 @@ server.start_io()
 STUB_SCRIPT = """
 vim.opt.rtp:prepend(vim.env.PLUGIN)
 local sl = require('session_lsp')
-sl.setup({ cmd = { vim.env.PYTHON, vim.env.STUB }, projects_dir = vim.env.PROJECTS, provider = 'scripted' })
+sl.setup({ cmd = { vim.env.PYTHON, vim.env.STUB }, projects_dir = vim.env.PROJECTS, provider = 'anthropic' })
 local done
 local buf = sl.turn('hi there', { session = vim.env.SID }, function(r, e) done = { ok = r ~= nil } end)
 vim.wait(60000, function() return done ~= nil end, 50)

@@ -72,7 +72,7 @@ def rows(path: Path) -> list[dict[str, Any]]:
 async def turn(client: LanguageClient, work: dict[str, Path], prompt: str, **extra: Any) -> dict[str, Any]:
     params = {
         "prompt": prompt,
-        "provider": "scripted",
+        "provider": "anthropic",
         "cwd": str(work["cwd"]),
         "mode": "new",
         "askPermission": True,
@@ -125,7 +125,7 @@ async def test_no_answer_is_a_denial_when_the_turn_is_cancelled(client: Language
     client.answers[:] = ["silence"]  # type: ignore[attr-defined]
     params = {
         "prompt": "BASH touch never",
-        "provider": "scripted",
+        "provider": "anthropic",
         "cwd": str(work["cwd"]),
         "mode": "new",
         "askPermission": True,

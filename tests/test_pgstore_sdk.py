@@ -22,9 +22,9 @@ from claude_agent_sdk import (
     query,
 )
 from realcli import claude_env, find_claude
+from scripted_api import ScriptedModelServer
 from test_interop_write import assert_cli_sees
 
-from server.agent.scripted_api import ScriptedModelServer
 from storage.paths import project_folder_name, resolve_cwd
 from storage.pgstore import PostgresSessionStore
 

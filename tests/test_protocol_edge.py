@@ -94,7 +94,7 @@ FIELDS: dict[str, tuple[dict[str, Any], dict[str, list[Any]]]] = {
     "sessions/resume": ({"sessionId": S1}, {"sessionId": BAD_TEXT, "bare": BAD_BOOL}),
     "sessions/fork": ({"sessionId": S1}, {"sessionId": BAD_TEXT, "atUuid": BAD_TEXT, "title": BAD_TEXT}),
     "sessions/runTurn": (
-        {"prompt": "hello", "provider": "scripted"},
+        {"prompt": "hello", "provider": "anthropic"},
         {
             "prompt": BAD_TEXT + ["   "],
             "sessionId": BAD_TEXT,

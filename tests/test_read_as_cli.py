@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted_api import ScriptedModelServer
 from test_interop_write import FLAGS, assert_cli_sees, resume_with_cli
 
-from server.agent.scripted_api import ScriptedModelServer
 from server.cli import main
 from storage.resume import resume
 from storage.sessions import read_session_info

@@ -7,8 +7,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from server.agent.scripted_api import ScriptedModelServer
+from scripted_api import ScriptedModelServer
 
 pytestmark = [pytest.mark.realcli, pytest.mark.slow]
 

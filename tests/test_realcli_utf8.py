@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 import pytest
+from scripted_api import ScriptedModelServer
 
-from server.agent.scripted_api import ScriptedModelServer
 from storage.paths import project_folder_name
 
 try:

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import anthropic
 import pytest
-
-from server.agent.scripted_api import ScriptedModelServer, plan_reply, session_id_from_metadata
+from scripted_api import ScriptedModelServer, plan_reply, session_id_from_metadata
 
 MODEL = "claude-test-model"
 

@@ -65,7 +65,7 @@ def start_hung_turn(server: RawServer, work: Path, marker: str, n: int, **extra:
         {
             "prompt": hung(marker, n),
             "cwd": str(work),
-            "provider": "scripted",
+            "provider": "anthropic",
             "tools": ["Bash"],
             "workDoneToken": token,
             **extra,
@@ -111,7 +111,7 @@ def assert_interrupted_in_tool(path: Path) -> None:
 
 
 def test_cancel_a_turn_hung_in_a_tool(server: RawServer, work: Path, marker: str) -> None:
-    first = server.call("sessions/runTurn", {"prompt": "hello", "cwd": str(work), "provider": "scripted"})["result"]
+    first = server.call("sessions/runTurn", {"prompt": "hello", "cwd": str(work), "provider": "anthropic"})["result"]
     path = Path(first["path"])
     msg_id = start_hung_turn(server, work, marker, 0, sessionId=first["sessionId"])
     reply, answered = cancel(server, msg_id)
@@ -128,7 +128,7 @@ def test_cancel_a_turn_hung_in_a_tool(server: RawServer, work: Path, marker: str
     )
     assert_interrupted_in_tool(path)
     again = server.call(
-        "sessions/runTurn", {"sessionId": first["sessionId"], "prompt": "after", "provider": "scripted"}, timeout=60
+        "sessions/runTurn", {"sessionId": first["sessionId"], "prompt": "after", "provider": "anthropic"}, timeout=60
     )
     assert again.get("result", {}).get("text") == "echo: after", again  # the session was released
 
@@ -143,7 +143,7 @@ def test_five_cancelled_hung_turns_then_a_turn_is_served(server: RawServer, work
         assert reply.get("error", {}).get("code") == REQUEST_CANCELLED, reply
         times.append(answered)
     assert wait_gone(marker, LIVENESS) is not None, f"hung commands left: {commands_with(marker)}"
-    served = server.call("sessions/runTurn", {"prompt": "still here", "cwd": str(work), "provider": "scripted"})
+    served = server.call("sessions/runTurn", {"prompt": "still here", "cwd": str(work), "provider": "anthropic"})
     assert served.get("result", {}).get("text") == "echo: still here", served
     print("5 hung turns cancelled, answered after " + ", ".join(f"{t:.2f}" for t in times) + " s; then served")
 
@@ -152,7 +152,7 @@ def test_turns_beyond_the_bound_are_refused_busy(server: RawServer, work: Path, 
     ids = [start_hung_turn(server, work, marker, n) for n in range(4)]
     began = time.monotonic()
     refused = server.call(
-        "sessions/runTurn", {"prompt": "a fifth", "cwd": str(work), "provider": "scripted"}, timeout=LIVENESS
+        "sessions/runTurn", {"prompt": "a fifth", "cwd": str(work), "provider": "anthropic"}, timeout=LIVENESS
     )
     took = time.monotonic() - began
     err = refused.get("error")
@@ -162,7 +162,7 @@ def test_turns_beyond_the_bound_are_refused_busy(server: RawServer, work: Path, 
     for msg_id in ids:
         reply, _ = cancel(server, msg_id)
         assert "error" in reply
-    served = server.call("sessions/runTurn", {"prompt": "room again", "cwd": str(work), "provider": "scripted"})
+    served = server.call("sessions/runTurn", {"prompt": "room again", "cwd": str(work), "provider": "anthropic"})
     assert served.get("result", {}).get("text") == "echo: room again", served
 
 

@@ -19,15 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import scripted_api
+from scripted_api import ScriptedModelServer, scripted_provider
 from test_agent_support import rows
 
-from server.agent import scripted_api
 from server.agent.cancel import CancelToken
 from server.agent.events import TurnEvent
 from server.agent.loop import run_turn
-from server.agent.providers.scripted import scripted_provider
 from server.agent.request import TurnRequest
-from server.agent.scripted_api import ScriptedModelServer
 from server.agent.tools import ToolContext, make_tools
 from server.agent.tools.runner import ToolCall, run_calls
 

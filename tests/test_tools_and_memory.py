@@ -112,7 +112,7 @@ def test_default_provider_choice(tmp_path: Path) -> None:
 
 def test_turn_command_new_then_continue(root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     projects = tmp_path / "cfg" / "projects"
-    base = ["turn", "--provider", "scripted", "--cwd", str(root), "--projects-dir", str(projects)]
+    base = ["turn", "--provider", "anthropic", "--cwd", str(root), "--projects-dir", str(projects)]
     assert main([*base, "hello", "--json"]) == 0
     first = json.loads(capsys.readouterr().out)
     assert first["text"] == "echo: hello"

@@ -80,7 +80,7 @@ def test_cli_never_follows_a_symlink_out_of_the_projects_folder(world: dict[str,
         ["fork", ref],
         ["tag", ref, "pwned"],
         ["rename", ref, "pwned"],
-        ["turn", "--resume", ref, "--provider", "scripted", "--cwd", str(world["tmp"]), "hello"],
+        ["turn", "--resume", ref, "--provider", "anthropic", "--cwd", str(world["tmp"]), "hello"],
     ):
         out = cli(*args, "--projects-dir", str(projects))
         assert out.returncode == 2, (args, out.stdout, out.stderr)
@@ -174,7 +174,7 @@ async def refused(client: LanguageClient, method: str, params: dict[str, object]
 async def test_server_refuses_every_way_out(client: LanguageClient, world: dict[str, Path]) -> None:
     projects, outside, log, tmp = world["projects"], world["outside"], world["log"], world["tmp"]
     before_out, before_in = digest_tree(outside), digest_tree(projects)
-    turn = {"prompt": "hello", "provider": "scripted", "cwd": str(tmp)}
+    turn = {"prompt": "hello", "provider": "anthropic", "cwd": str(tmp)}
     cases: list[tuple[str, dict[str, object], str]] = [
         ("sessions/runTurn", {**turn, "path": str(outside / f"{OUT}.jsonl")}, "outside-projects"),
         ("sessions/runTurn", {**turn, "path": str(log)}, "outside-projects"),
@@ -211,12 +211,14 @@ async def test_server_refuses_an_implied_sandbox_of_the_root_folder(client: Lang
     rooted.parent.mkdir()
     text = src.read_text().replace(S1, rooted.stem).replace('"cwd":"/Users/me/shop"', '"cwd":"/"')
     rooted.write_text(text)
-    data = await refused(client, "sessions/runTurn", {"prompt": "LS", "provider": "scripted", "sessionId": rooted.stem})
+    data = await refused(
+        client, "sessions/runTurn", {"prompt": "LS", "provider": "anthropic", "sessionId": rooted.stem}
+    )
     assert data["reason"] == "unsafe"
     assert rooted.read_text() == text
     out = to_plain(
         await client.protocol.send_request_async(
-            "sessions/runTurn", {"prompt": "hello", "provider": "scripted", "sessionId": rooted.stem, "cwd": "/"}
+            "sessions/runTurn", {"prompt": "hello", "provider": "anthropic", "sessionId": rooted.stem, "cwd": "/"}
         )
     )
     assert out["path"] == str(rooted) and len(rooted.read_text()) > len(text)
@@ -230,7 +232,7 @@ async def test_server_creates_new_sessions_only_where_the_cwd_maps(
     work.mkdir()
     out = to_plain(
         await client.protocol.send_request_async(
-            "sessions/runTurn", {"prompt": "hello", "provider": "scripted", "cwd": str(work), "mode": "new"}
+            "sessions/runTurn", {"prompt": "hello", "provider": "anthropic", "cwd": str(work), "mode": "new"}
         )
     )
     made = Path(out["path"])
@@ -243,7 +245,7 @@ async def test_server_creates_new_sessions_only_where_the_cwd_maps(
     other.mkdir()
     (projects / project_folder_name(str(other))).symlink_to(elsewhere, target_is_directory=True)
     data = await refused(
-        client, "sessions/runTurn", {"prompt": "hello", "provider": "scripted", "cwd": str(other), "mode": "new"}
+        client, "sessions/runTurn", {"prompt": "hello", "provider": "anthropic", "cwd": str(other), "mode": "new"}
     )
     assert data["reason"] == "outside-projects"
     assert list(elsewhere.iterdir()) == []

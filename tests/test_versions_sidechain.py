@@ -118,7 +118,8 @@ def test_continue_skips_files_without_a_conversation(tmp_path: Path) -> None:
         from realcli import find_claude, run_claude
     except ImportError:  # pragma: no cover - run from the repo root
         from tests.realcli import find_claude, run_claude
-    from server.agent.scripted_api import ScriptedModelServer
+    from scripted_api import ScriptedModelServer
+
     from storage.lookup import find_continue
 
     projects = tmp_path / "config" / "projects"

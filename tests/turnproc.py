@@ -19,7 +19,6 @@ ROOT = Path(__file__).resolve().parents[1]
 def cli_env(config: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["CLAUDE_CONFIG_DIR"] = str(config)
-    env.pop("ANTHROPIC_API_KEY", None)
     return env
 
 
@@ -44,7 +43,7 @@ def new_session(projects: Path, work: Path) -> tuple[str, Path]:
         "--projects-dir",
         str(projects),
         "--provider",
-        "scripted",
+        "anthropic",
         "--json",
         "hello",
         config=projects.parent,
@@ -67,7 +66,7 @@ class TurnProcess:
                 "--projects-dir",
                 str(projects),
                 "--provider",
-                "scripted",
+                "anthropic",
                 *extra,
                 prompt,
             ],

@@ -1,1 +1,1 @@
-"""Agent-side helpers: talking to a Messages-API model (including the scripted test model)."""
+"""The embedded agent: the turn loop, its model providers, tools, permissions and memory."""

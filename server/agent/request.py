@@ -22,7 +22,7 @@ class TurnRequest:
     """auto: resume `session` if given, else new; continue: the latest session of cwd."""
     projects_dir: Path | None = None
     provider: str | None = None
-    """anthropic, claude-cli or scripted; None picks one (see providers.choose)."""
+    """anthropic or claude-cli; None picks one (see providers.choose)."""
     model: str | None = None
     tools: tuple[str, ...] = ()
     """Opt-in tools besides Read/Glob/Grep/LS: any of Bash, Edit, Write, or "all"."""

@@ -41,8 +41,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--provider",
         choices=PROVIDERS,
         default=None,
-        help="anthropic (ANTHROPIC_API_KEY), claude-cli (installed `claude`), scripted (offline test "
-        "model); default: anthropic if a key is set, else claude-cli if `claude` is on the PATH",
+        help="anthropic (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL), claude-cli (installed `claude`); "
+        "default: anthropic if a key is set, else claude-cli if `claude` is on the PATH",
     )
     p.add_argument("--model", default=None, help="model name (default: $ANTHROPIC_MODEL or the provider's)")
     p.add_argument(

@@ -2,6 +2,7 @@
 
 import * as vscode from 'vscode';
 import { decisionOf, permissionPrompt, type PermissionParams } from './lib/permission';
+import { sessionLspVersion } from './lib/command';
 import { execFile } from 'child_process';
 import {
   LanguageClient,
@@ -275,13 +276,16 @@ export class SessionServer implements vscode.Disposable {
 }
 
 function checkPythonModule(python: string): Promise<string | undefined> {
+  // `import server.cli` passes for any package named `server`: ask ours who it is instead
   return new Promise((resolve) => {
-    execFile(python, ['-c', 'import server.cli'], { timeout: 20000 }, (err, _stdout, stderr) => {
-      if (!err) {
+    execFile(python, ['-m', 'server.cli', '--version'], { timeout: 20000 }, (err, stdout, stderr) => {
+      if (!err && sessionLspVersion(String(stdout))) {
         resolve(undefined);
+      } else if (!err) {
+        resolve(`${python} -m server.cli is not session-lsp (it printed ${JSON.stringify(String(stdout).slice(0, 80))})`);
       } else {
         const last = String(stderr || err.message).trim().split('\n').pop() ?? '';
-        resolve(last || 'cannot import server.cli');
+        resolve(last || 'cannot run server.cli');
       }
     });
   });

@@ -358,10 +358,7 @@ export class Commands {
     const cfg = vscode.workspace.getConfiguration('sessionLsp');
     const provider = (cfg.get<string>('provider') ?? '').trim();
     const model = (cfg.get<string>('model') ?? '').trim();
-    const modelLabel =
-      provider === 'scripted'
-        ? 'scripted test model (canned replies, not a real model)'
-        : [provider || 'server default provider', model].filter(Boolean).join(' / ');
+    const modelLabel = [provider || 'server default provider', model].filter(Boolean).join(' / ');
     const params: Record<string, unknown> = { prompt };
     if (t) {
       params.sessionId = requireSessionId(t.sessionId);

@@ -1,1 +1,1 @@
-"""Model providers: `anthropic` (SDK), `claude-cli` (an installed `claude`), `scripted` (test model)."""
+"""Model providers: `anthropic` (SDK), `claude-cli` (an installed `claude`)."""

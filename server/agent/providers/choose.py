@@ -1,5 +1,5 @@
 """Choosing the provider: `anthropic` when ANTHROPIC_API_KEY is set, else `claude-cli` when
-`claude` is on the PATH, else an error that explains both; `scripted` only when asked.
+`claude` is on the PATH, else an error that explains both.
 
 A provider's module is imported only when that provider is made: the SDK is not imported for `claude-cli`."""
 
@@ -13,7 +13,7 @@ from server.agent.providers.base import ProviderError
 from server.agent.providers.claude_cli import NAME as CLAUDE_CLI
 from server.agent.providers.claude_cli import ClaudeCliProvider, find_claude_binary
 
-PROVIDERS = ("anthropic", CLAUDE_CLI, "scripted")
+PROVIDERS = ("anthropic", CLAUDE_CLI)
 
 
 def default_provider_name(env: Mapping[str, str] | None = None) -> str:
@@ -25,8 +25,7 @@ def default_provider_name(env: Mapping[str, str] | None = None) -> str:
     raise ProviderError(
         "no model provider available: set ANTHROPIC_API_KEY to use the Anthropic API (provider "
         "`anthropic`, ANTHROPIC_BASE_URL for a gateway), or install Claude Code so `claude` is on the "
-        "PATH (provider `claude-cli`, uses your Claude Code login). `--provider scripted` runs the "
-        "offline scripted test model (not a real model).",
+        "PATH (provider `claude-cli`, uses your Claude Code login).",
         kind="no_key",
     )
 
@@ -41,8 +40,4 @@ def make_provider(
         return AnthropicProvider(model=model, env=env, base_url=base_url)
     if chosen == CLAUDE_CLI:
         return ClaudeCliProvider(model=model, env=env)
-    if chosen == "scripted":
-        from server.agent.providers.scripted import scripted_provider
-
-        return scripted_provider(model, base_url)
     raise ProviderError(f"unknown provider {chosen!r}; choose one of {', '.join(PROVIDERS)}", kind="error")

@@ -2,7 +2,7 @@
 thinking, an image and a rewind branch (for `sessions/conversation` and the editors' chat views).
 
 Run: `.venv/bin/python tests/corpus/convo/make_convo.py` (needs the real CLI). The CLI runs offline
-against the project's scripted test model (`server/agent/scripted_api.py`), extended here, for this
+against the project's scripted test model (`tests/scripted_api.py`), extended here, for this
 corpus only, with three words: `EDIT <path>` (an Edit call), `WRITE <path>` (a Write call creating
 the file) and `THINK <text>` (a reply with a thinking block before its text). The session file is
 copied byte for byte into `projects/`.
@@ -25,7 +25,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from realcli import claude_env, find_claude, run_claude  # noqa: E402
 
-import server.agent.scripted_api as sa  # noqa: E402
+import scripted_api as sa  # noqa: E402
 
 SESSION = "c0c0c0c0-0000-4000-8000-000000000001"
 ROOT = Path("/tmp/slsp-convo")

@@ -1,7 +1,7 @@
 """Write tests/corpus/extra: small real-CLI cases for the API-form rules (see README.md here).
 
 The real Claude Code CLI runs in print mode, offline, against the scripted test model
-(server/agent/scripted_api.py), in working directories under /tmp/slsp-extra (wiped first). The
+(tests/scripted_api.py), in working directories under /tmp/slsp-extra (wiped first). The
 CLI's ``projects/`` folder is copied byte for byte; every request the CLI made is written to
 ``api-requests.jsonl`` (full texts, nothing scrubbed, block kinds and ids as sent; text blocks keep
 their text, tool_result blocks keep their id and their text content); ``oracles.json`` maps each
@@ -24,8 +24,8 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from realcli import find_claude, run_claude  # noqa: E402
 
-from server.agent import scripted_api  # noqa: E402
-from server.agent.scripted_api import ScriptedModelServer  # noqa: E402
+import scripted_api  # noqa: E402
+from scripted_api import ScriptedModelServer  # noqa: E402
 
 BASE = Path("/tmp/slsp-extra")
 SYSTEM = "Scripted test model. Be brief."

@@ -16,7 +16,7 @@ local defaults = {
   cmd = { 'session-lsp', 'serve', '--stdio' },
   -- The projects folder; nil = $CLAUDE_CONFIG_DIR/projects or ~/.claude/projects.
   projects_dir = nil,
-  -- The model provider for :SessionTurn (nil = the server's default; 'scripted' = the test model).
+  -- The model provider for :SessionTurn (nil = the server's default; 'anthropic' or 'claude-cli').
   provider = nil,
   model = nil,
   -- The Claude Code command :SessionResume runs (a string or a list); `--resume <id>` is appended.

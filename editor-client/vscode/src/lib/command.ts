@@ -148,3 +148,9 @@ export function accumulateProgress(sofar: string, message: string | undefined): 
   }
   return sofar + message;
 }
+
+/** The version `session-lsp --version` printed, or undefined when the output is not ours. */
+export function sessionLspVersion(stdout: string): string | undefined {
+  const m = /^session-lsp (\d[^\s]*)\s*$/.exec(stdout.trim());
+  return m ? m[1] : undefined;
+}

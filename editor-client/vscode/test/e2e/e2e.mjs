@@ -348,7 +348,7 @@ async function main() {
     await until('the cursor on line 5', async () => /Ln 5,/.test(await page.locator('.statusbar').innerText()));
   });
 
-  await check('Run Agent Turn with the scripted model appends to the transcript and the view updates', async () => {
+  await check('Run Agent Turn (anthropic provider, pointed at the scripted test model) appends to the transcript and the view updates', async () => {
     const file = path.join(PROJECTS, '-Users-me-other', `${TURN_SESSION}.jsonl`);
     const before = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
     const rowBefore = (await viewRows()).find((r) => norm(r.label) === 'named session');

@@ -101,7 +101,7 @@ fs.writeFileSync(file, JSON.stringify({
   "security.workspace.trust.enabled": false,
   "sessionLsp.serverCommand": ["/nonexistent/session-lsp-missing", "serve", "--stdio"],
   "sessionLsp.projectsDir": projects,
-  "sessionLsp.provider": "scripted",
+  "sessionLsp.provider": "anthropic",
   "workbench.startupEditor": "none",
   "workbench.editor.useModal": "off",
   "workbench.tips.enabled": false,

@@ -11,6 +11,7 @@ import {
   missingServerMessage,
   resolveExecutable,
   serverLaunch,
+  sessionLspVersion,
 } from '../../src/lib/command';
 
 test('server command from settings', () => {
@@ -108,4 +109,12 @@ test('server lenses run the extension commands', () => {
   assert.deepEqual(rewriteLensCommand({ title: 'x', command: 'sessions/fork', arguments: ['junk'] })?.arguments, []);
   assert.deepEqual(rewriteLensCommand({ title: 'x', command: 'other.cmd' }), { title: 'x', command: 'other.cmd' });
   assert.equal(rewriteLensCommand(undefined), undefined);
+});
+
+test('only session-lsp --version output identifies our server', () => {
+  assert.equal(sessionLspVersion('session-lsp 0.1.0\n'), '0.1.0');
+  assert.equal(sessionLspVersion('session-lsp 1.2.3.dev4+g1234'), '1.2.3.dev4+g1234');
+  assert.equal(sessionLspVersion(''), undefined);
+  assert.equal(sessionLspVersion('usage: server [-h]'), undefined);
+  assert.equal(sessionLspVersion('other-tool 1.0'), undefined);
 });

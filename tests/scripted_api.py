@@ -14,7 +14,9 @@ tests (and the real Claude Code CLI pointed at it with ``ANTHROPIC_BASE_URL``) r
 - anything else -> ``echo: <text>``.
 
 Every request is recorded (``.requests``, and optionally one JSON line per request in a log file).
-Run it in the foreground with ``python -m server.agent.scripted_api [--port P] [--log FILE]``.
+Run it in the foreground with ``python tests/scripted_api.py [--port P] [--log FILE]``; point the
+``anthropic`` provider (or the real CLI) at it with ``ANTHROPIC_BASE_URL``. It lives in ``tests/``:
+the product ships no test double.
 """
 
 from __future__ import annotations
@@ -421,3 +423,17 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+SCRIPTED_MODEL = "scripted-test-model"
+SCRIPTED_KEY = "scripted-test-model-key"
+
+
+def scripted_provider(model: str | None = None, base_url: str | None = None):  # type: ignore[no-untyped-def]
+    """The product's `anthropic` provider pointed at a scripted test model on loopback."""
+    from server.agent.providers.anthropic_api import AnthropicProvider
+
+    assert base_url is not None, "start a ScriptedModelServer and pass its base_url"
+    return AnthropicProvider(
+        model=model or SCRIPTED_MODEL, api_key=SCRIPTED_KEY, base_url=base_url, max_retries=6, env={}
+    )
