@@ -283,19 +283,7 @@ def _check_reach(f: FileState, out: list[Diagnostic]) -> None:
     lost = [r for r in chain if r.uuid not in reached]
     if not lost:
         return
-    lost_ids = {r.uuid for r in lost}
-    head_of: dict[str, str] = {}
-    size: dict[str, int] = {}
-    heads: list[Row] = []
-    for r in sorted(lost, key=lambda r: r.line):
-        head = head_of.get(r.parent or "") if r.parent in lost_ids else None
-        if head is None:
-            head = r.uuid or ""
-            heads.append(r)
-        head_of[r.uuid or ""] = head
-        size[head] = size.get(head, 0) + 1
-    for head_row in heads:
-        n = size.get(head_row.uuid or "", 1)
+    for head_row, n in _branches(lost):
         out.append(
             Diagnostic(
                 f.path, head_row.line, "unreachable-branch",
@@ -304,8 +292,9 @@ def _check_reach(f: FileState, out: list[Diagnostic]) -> None:
         )  # fmt: skip
 
 
-def _note_inline_subagents(rows: list[Row], f: FileState, out: list[Diagnostic]) -> None:
-    """One note per inline subagent conversation (a root sidechain row and what hangs off it)."""
+def _branches(rows: list[Row]) -> list[tuple[Row, int]]:
+    """The rows grouped into the branches they form among themselves: each branch's first row (one
+    whose parent is not among `rows`) with the number of rows hanging off it, in file order."""
     ids = {r.uuid for r in rows}
     root_of: dict[str, str] = {}
     size: dict[str, int] = {}
@@ -317,8 +306,12 @@ def _note_inline_subagents(rows: list[Row], f: FileState, out: list[Diagnostic])
             roots.append(r)
         root_of[r.uuid or ""] = root
         size[root] = size.get(root, 0) + 1
-    for root_row in roots:
-        n = size.get(root_row.uuid or "", 1)
+    return [(r, size.get(r.uuid or "", 1)) for r in roots]
+
+
+def _note_inline_subagents(rows: list[Row], f: FileState, out: list[Diagnostic]) -> None:
+    """One note per inline subagent conversation (a root sidechain row and what hangs off it)."""
+    for root_row, n in _branches(rows):
         out.append(
             Diagnostic(
                 f.path, root_row.line, "subagent-sidechain",
