@@ -1,7 +1,7 @@
 """Write tests/corpus/versions: sessions written by older Claude Code CLIs, resumed by CLI 2.1.328.
 
 Each old CLI (1.0.x and 2.0.x, a ``cli.js`` run by Node, installed by
-``scripts/setup.d/claude-cli-old.sh`` under ``.cache/claude-cli-<version>``) runs in print mode,
+``scripts/install-old-clis.sh`` under ``.cache/claude-cli-<version>``) runs in print mode,
 offline, against the scripted test model (tests/scripted_api.py), in a working directory
 under /tmp/slsp-versions (wiped first, so paths are reproducible). Its ``projects/`` folder is
 copied as it left it. Then every session file is resumed by the real CLI 2.1.328 with
@@ -326,7 +326,7 @@ def write_readme(d: Driver) -> None:
         "# Sessions written by older Claude Code CLIs, resumed by CLI 2.1.328",
         "",
         "Made by `scripts/make_versions_corpus.py` (rerun it to regenerate; it needs Node, the old CLIs",
-        "from `scripts/setup.d/claude-cli-old.sh` and the real CLI 2.1.328). Every CLI ran in print mode",
+        "from `scripts/install-old-clis.sh` and the real CLI 2.1.328). Every CLI ran in print mode",
         "(`-p`), offline, against the scripted test model `tests/scripted_api.py`, with",
         "`CLAUDE_CONFIG_DIR` and `HOME` under `/tmp/slsp-versions`; the script adds two words to the",
         "scripted model: `TASK <prompt>` answers with one `Task` tool call (the subagent tool before 2.1),",
