@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_lsp
-from lsprotocol import types as lsp
+from lspserver import SERVER, open_session
 from pygls.exceptions import JsonRpcInvalidParams
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from server.lsp.server import to_plain
 from storage.resume import resume
@@ -38,16 +37,9 @@ def projects(tmp_path: Path) -> Path:
     return dest
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "server.cli", "serve", "--stdio"]),
-)
+@pytest_lsp.fixture(config=SERVER)
 async def client(lsp_client: LanguageClient, projects: Path):  # type: ignore[no-untyped-def]
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            initialization_options={"projectsDir": str(projects), "watch": False},
-        )
-    )
+    await open_session(lsp_client, projects)
     yield
     await lsp_client.shutdown_session()
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 import pytest_lsp
 from conftest import CORPUS
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from lspserver import SERVER, open_session
+from pytest_lsp import LanguageClient
 
 TOKEN = "session-lsp/indexing"
 
@@ -26,16 +26,9 @@ def projects(tmp_path: Path) -> Path:
     return dest
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "server.cli", "serve", "--stdio"]),
-)
+@pytest_lsp.fixture(config=SERVER)
 async def client(lsp_client: LanguageClient, projects: Path):  # type: ignore[no-untyped-def]
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            initialization_options={"projectsDir": str(projects), "watch": True},
-        )
-    )
+    await open_session(lsp_client, projects, watch=True)
     yield
     await lsp_client.shutdown_session()
 

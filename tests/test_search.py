@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest_lsp
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from lspserver import SERVER, open_session
+from pytest_lsp import LanguageClient
 
 S1 = "11111111-1111-4111-8111-111111111111"
 SHOP = "-Users-me-shop"
@@ -88,16 +89,9 @@ def test_search_words_are_not_query_syntax(corpus_projects: Path) -> None:
         assert isinstance(json.loads(out.stdout), list)
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "server.cli", "serve", "--stdio"]),
-)
+@pytest_lsp.fixture(config=SERVER)
 async def client(lsp_client: LanguageClient, corpus_projects: Path):  # type: ignore[no-untyped-def]
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            initialization_options={"projectsDir": str(corpus_projects), "watch": False},
-        )
-    )
+    await open_session(lsp_client, corpus_projects)
     yield
     await lsp_client.shutdown_session()
 

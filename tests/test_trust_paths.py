@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from conftest import CORPUS
-from lsprotocol import types as lsp
+from lspserver import SERVER, open_session
 from pygls.exceptions import JsonRpcException
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from server.lsp.server import to_plain
 from storage.paths import project_folder_name
@@ -148,16 +148,9 @@ def projects(world: dict[str, Path]) -> Path:
     return world["projects"]
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "server.cli", "serve", "--stdio"]),
-)
+@pytest_lsp.fixture(config=SERVER)
 async def client(lsp_client: LanguageClient, projects: Path):  # type: ignore[no-untyped-def]
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            initialization_options={"projectsDir": str(projects), "watch": False},
-        )
-    )
+    await open_session(lsp_client, projects)
     yield
     await lsp_client.shutdown_session()
 
