@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,3 +91,29 @@ def pg_schema(request: pytest.FixtureRequest) -> str:
 
     base = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
     return f"t_{base}_{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def projects(tmp_path: Path) -> Path:
+    """An empty projects folder in a config home of its own (modules may define their own)."""
+    dest = tmp_path / "config" / "projects"
+    dest.mkdir(parents=True)
+    return dest
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    """A working directory for turns."""
+    d = tmp_path / "work"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    """A token in the test's never-ending commands, to find them and kill any a failure leaves behind."""
+    from turnproc import reap
+
+    token = f"hung-{uuid.uuid4().hex[:12]}"
+    yield token
+    reap(token)

@@ -9,16 +9,15 @@ import os
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
+from lspserver import SERVER, open_session
 from pygls.exceptions import JsonRpcException
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from turnproc import ROOT, TurnProcess, cli_env, new_session, reap, session_lsp
+from pytest_lsp import LanguageClient
+from turnproc import ROOT, TurnProcess, cli_env, new_session, session_lsp
 
 from server.lsp.server import to_plain
 
@@ -27,36 +26,9 @@ LIVENESS = 10.0
 """A hang detector, not a speed requirement."""
 
 
-@pytest.fixture
-def projects(tmp_path: Path) -> Path:
-    dest = tmp_path / "config" / "projects"
-    dest.mkdir(parents=True)
-    return dest
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    d = tmp_path / "work"
-    d.mkdir()
-    return d
-
-
-@pytest.fixture
-def marker() -> Iterator[str]:
-    """A token in the test's never-ending commands, to kill any a failure leaves behind."""
-    token = f"held-{uuid.uuid4().hex[:12]}"
-    yield token
-    reap(token)
-
-
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "server.cli", "serve", "--stdio"]))
+@pytest_lsp.fixture(config=SERVER)
 async def client(lsp_client: LanguageClient, projects: Path):  # type: ignore[no-untyped-def]
-    await lsp_client.initialize_session(
-        lsp.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
-            initialization_options={"projectsDir": str(projects), "watch": False},
-        )
-    )
+    await open_session(lsp_client, projects)
     yield
     await lsp_client.shutdown_session()
 

@@ -8,41 +8,18 @@ from __future__ import annotations
 import json
 import signal
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rawlsp import LIVENESS, RawServer
-from turnproc import TurnProcess, commands_with, new_session, reap, session_lsp, wait_gone
+from turnproc import TurnProcess, commands_with, new_session, session_lsp, wait_gone
 
 from storage.recorder import INTERRUPTED_FOR_TOOL_USE, REJECTED_TOOL_USE
 
 REQUEST_CANCELLED = -32800
 REQUEST_FAILED = -32803
-
-
-@pytest.fixture
-def projects(tmp_path: Path) -> Path:
-    dest = tmp_path / "config" / "projects"
-    dest.mkdir(parents=True)
-    return dest
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    d = tmp_path / "work"
-    d.mkdir()
-    return d
-
-
-@pytest.fixture
-def marker() -> Iterator[str]:
-    """A token in every hung command of the test, to find them (and kill leftovers)."""
-    token = f"hung-{uuid.uuid4().hex[:12]}"
-    yield token
-    reap(token)
 
 
 @pytest.fixture
