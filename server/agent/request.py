@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from server.params import str_param
 from storage.errors import InvalidArgument
 
 SessionMode = Literal["auto", "new", "resume", "continue", "fork"]
@@ -55,14 +56,14 @@ class TurnRequest:
         unknown = sorted(set(params) - known)
         if unknown:
             raise InvalidArgument(f"unknown parameter {unknown[0]!r}")
-        prompt = _text(params, "prompt", required=True)
+        prompt = str_param(params, "prompt", required=True)
         if not prompt or not prompt.strip():
             raise InvalidArgument("parameter 'prompt' must not be blank")
-        session = _text(params, "sessionId")
-        path = _text(params, "path")
+        session = str_param(params, "sessionId")
+        path = str_param(params, "path")
         if session is not None and path is not None:
             raise InvalidArgument("give 'sessionId' or 'path', not both")
-        mode = _text(params, "mode") or ("resume" if session or path else "new")
+        mode = str_param(params, "mode") or ("resume" if session or path else "new")
         if mode not in ("auto", "new", "resume", "continue", "fork"):
             raise InvalidArgument(f"parameter 'mode' must be one of new, resume, continue, fork (got {mode!r})")
         tools = params.get("tools")
@@ -79,10 +80,10 @@ class TurnRequest:
         return cls(
             prompt=prompt,
             session=session or path,
-            cwd=_text(params, "cwd"),
+            cwd=str_param(params, "cwd"),
             mode=mode,  # type: ignore[arg-type]  # checked against SessionMode just above
-            provider=_text(params, "provider"),
-            model=_text(params, "model"),
+            provider=str_param(params, "provider"),
+            model=str_param(params, "model"),
             tools=tuple(tools),
             max_steps=steps,
             ask_permission=ask,
@@ -90,16 +91,3 @@ class TurnRequest:
 
 
 OPT_IN_TOOLS = ("Bash", "Edit", "Write", "all")
-
-
-def _text(params: dict[str, Any], name: str, *, required: bool = False) -> str | None:
-    value = params.get(name)
-    if value is None:
-        if required:
-            raise InvalidArgument(f"missing parameter {name!r}")
-        return None
-    if not isinstance(value, str) or not value:
-        raise InvalidArgument(f"parameter {name!r} must be a non-empty string")
-    if "\x00" in value:
-        raise InvalidArgument(f"parameter {name!r} contains a NUL character")
-    return value

@@ -1,6 +1,6 @@
 """The `sessions/*` requests as plain methods: validate parameters, answer with JSON-ready data.
 
-A bad parameter raises `InvalidRequest` with a message meant for the person; the server turns it
+A bad parameter raises `InvalidArgument` (`server.params`) with a message meant for the person; the server turns it
 into a JSON-RPC InvalidParams error and keeps serving.
 """
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from server.features.tree import TreeView
+from server.params import bool_param, str_param
 from storage.access import Access, real_root, resolve_target
 from storage.errors import InvalidArgument, OutsideProjects
 from storage.indexedlist import list_sessions_indexed
@@ -19,31 +20,6 @@ from storage.resume import resume
 from storage.sessions import SessionInfo, list_sessions
 from storage.transcript import Transcript
 from storage.usage import sessions_usage_json
-
-
-class InvalidRequest(InvalidArgument):
-    """The request's parameters are wrong; the message names the field and says how."""
-
-
-def str_param(params: dict[str, Any], name: str, *, required: bool = True) -> str | None:
-    """A non-empty string parameter without NUL characters (None when absent and optional)."""
-    value = params.get(name)
-    if value is None:
-        if required:
-            raise InvalidRequest(f"missing parameter {name!r}")
-        return None
-    if not isinstance(value, str) or not value:
-        raise InvalidRequest(f"parameter {name!r} must be a non-empty string")
-    if "\x00" in value:
-        raise InvalidRequest(f"parameter {name!r} contains a NUL character")
-    return value
-
-
-def bool_param(params: dict[str, Any], name: str, default: bool = False) -> bool:
-    value = params.get(name, default)
-    if not isinstance(value, bool):
-        raise InvalidRequest(f"parameter {name!r} must be true or false")
-    return value
 
 
 class SessionRequests:
@@ -84,7 +60,7 @@ class SessionRequests:
     def session_path(self, params: dict[str, Any], access: Access = "read") -> Path:
         """The session named by `path` or `sessionId`, decided by `storage.access`."""
         path = str_param(params, "path", required=False)
-        sid = None if path is not None else str_param(params, "sessionId")
+        sid = None if path is not None else str_param(params, "sessionId", required=True)
         return resolve_target(self.projects_dir, path=path, session_id=sid, access=access)
 
     # -- requests ----------------------------------------------------------------------------
@@ -125,7 +101,7 @@ class SessionRequests:
 
         limit = params.get("limit", DEFAULT_LIMIT)
         if isinstance(limit, bool) or not isinstance(limit, int):
-            raise InvalidRequest("parameter 'limit' must be a whole number")
+            raise InvalidArgument("parameter 'limit' must be a whole number")
         path = self.session_path(params)
         return conversation(
             path,
