@@ -36,6 +36,16 @@ def private_file(path: Path) -> None:
         os.close(fd)
 
 
+def load_json_dict(path: Path | None) -> dict[str, Any]:
+    """A cache file's JSON object; {} when caching is off or the file is missing or damaged."""
+    if path is not None:
+        with contextlib.suppress(OSError, orjson.JSONDecodeError):
+            loaded = orjson.loads(path.read_bytes())
+            if isinstance(loaded, dict):
+                return loaded
+    return {}
+
+
 def save_json(path: Path, value: Any) -> bool:
     """Write `value` to `path` whole (aside, then renamed over it), 0600 in a 0700 folder; False when
     the folder cannot be written (a cache is only a cache)."""

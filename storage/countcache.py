@@ -11,15 +11,12 @@ off. A missing or damaged cache file is simply rebuilt: it only ever saves work.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import zlib
 from pathlib import Path
 
-import orjson
-
-from storage.cache import cache_dir, save_json
+from storage.cache import cache_dir, load_json_dict, save_json
 
 MARKERS = (b'"type":"user"', b'"type":"assistant"')
 SPACED_MARKER = re.compile(rb'"type"(?:[ \t\r]+:[ \t\r]*|:[ \t\r]+)"(?:user|assistant)"')
@@ -80,13 +77,8 @@ class CountCache:
 
     def __init__(self, where: Path | None = None) -> None:
         self.where = where if where is not None else cache_file()
-        self.entries: dict[str, list[int]] = {}
+        self.entries: dict[str, list[int]] = load_json_dict(self.where)
         self.dirty = False
-        if self.where is not None:
-            with contextlib.suppress(OSError, orjson.JSONDecodeError, TypeError):
-                loaded = orjson.loads(self.where.read_bytes())
-                if isinstance(loaded, dict):
-                    self.entries = loaded
 
     def _reusable(self, path: Path, st: os.stat_result, data: bytes | None) -> tuple[int, int]:
         """(count, offset) of what the cache holds for the file as it is now, else (0, 0)."""

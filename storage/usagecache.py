@@ -9,14 +9,11 @@ price table starts afresh; `SESSION_LSP_NO_CACHE=1` turns it off. A missing or d
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from storage.cache import cache_dir, save_json
+from storage.cache import cache_dir, load_json_dict, save_json
 from storage.prices import PRICES_DATE
 from storage.usage import ASSISTANT_MARKER, Response, assistant_lines, merge_response, responses_of_lines
 
@@ -56,13 +53,8 @@ class UsageCache:
 
     def __init__(self, where: Path | None = None, *, enabled: bool = True) -> None:
         self.where = (where if where is not None else usage_cache_file()) if enabled else None
-        self.entries: dict[str, list[Any]] = {}
+        self.entries: dict[str, list[Any]] = load_json_dict(self.where)
         self.dirty = False
-        if self.where is not None:
-            with contextlib.suppress(OSError, orjson.JSONDecodeError, TypeError):
-                loaded = orjson.loads(self.where.read_bytes())
-                if isinstance(loaded, dict):
-                    self.entries = loaded
 
     def _stored(
         self, path: Path, st: os.stat_result, session_id: str | None, agent_id: str | None
