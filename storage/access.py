@@ -181,12 +181,3 @@ def new_session_path(projects_dir: Path | str, cwd: str, session_id: str) -> Pat
         raise InvalidArgument(f"not a session id: {session_id!r}")
     folder = project_folder_name(resolve_cwd(_check_text(cwd, "cwd")))
     return resolve_target(projects_dir, path=real_root(projects_dir) / folder / f"{session_id}.jsonl", access="create")
-
-
-def project_folder_of(projects_dir: Path | str, session_file: Path) -> Path:
-    """The project folder a decided session file lives in (for files created beside it)."""
-    root = real_root(projects_dir)
-    real = Path(os.path.realpath(session_file))
-    if not is_inside(root, real.parent):
-        raise OutsideProjects(f"{session_file} is outside the projects folder {root}")
-    return real.parent

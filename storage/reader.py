@@ -240,11 +240,6 @@ class StaleRow(ValueError):
     """A row's bytes no longer parse: the file changed under the index."""
 
 
-def loads_as_cli(raw: bytes) -> Any:
-    """One line decoded as the CLI decodes it (`storage.jsonline.loads_line` without its note)."""
-    return loads_line(raw)[0]
-
-
 def read_entries(path: Path, rows: list[Row]) -> list[dict[str, Any]]:
     """Bodies of several rows, in the order given, with one open file."""
     with open_regular(path) as fh:

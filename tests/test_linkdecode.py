@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from storage.jsonline import loads_line
 from storage.linkdecode import row_from_line
-from storage.reader import loads_as_cli, read_entry
+from storage.reader import read_entry
 from storage.resume import resume
 from storage.rows import row_from_entry
 
@@ -27,7 +28,7 @@ CORPORA = Path(__file__).resolve().parent / "corpus"
 def full_row(raw: bytes) -> Any:
     """The row of a full decode, as the CLI decodes lines (invalid UTF-8 as U+FFFD, `1e999` as Infinity)."""
     try:
-        entry = loads_as_cli(raw)
+        entry = loads_line(raw)[0]
     except ValueError:  # what the CLI rejects too
         return "rejected"
     return row_from_entry(entry, 7, 100, len(raw)) if isinstance(entry, dict) else "not an object"

@@ -48,7 +48,7 @@ def sandbox_root(cwd: str | None, recorded: str) -> Path:
                 f"the session's working directory is {root}; a turn's tools would reach all of it. "
                 "Pass cwd explicitly to allow that, or a narrower folder"
             )
-    if not root.is_dir() and (cwd is not None or recorded == "."):
+    if cwd is not None and not root.is_dir():
         raise NotFound(f"working directory does not exist: {root}")
     return root  # a resumed session's recorded folder may be gone: its tools then find nothing
 
