@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("server.commands.serve", "run the language server"),
     "turn": ("server.commands.turn", "run one turn (prompt -> reply, with tools), recorded for `claude --resume`"),
     "pull": ("server.commands.store", "materialise a store session into the projects folder (resume locally)"),
+    "push": ("server.commands.store_write", "append a local copy's new rows to its session in a session store"),
     "usage": ("server.commands.usage", "tokens and cost by session, project, model or day"),
     "search": ("server.commands.search", "find a prompt, reply or tool result in every session"),
 }

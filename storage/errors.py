@@ -75,3 +75,27 @@ class ForkError(SessionLspError):
     """The source cannot be forked as asked (no conversation, unknown message...)."""
 
     reason = "cannot-fork"
+
+
+class StoreError(SessionLspError):
+    """A session store call that could not be carried out; nothing was written."""
+
+    reason = "store"
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be reached (or stopped answering) within the connect timeout."""
+
+    reason = "store-unavailable"
+
+
+class StoreSchemaError(StoreError):
+    """The store's schema cannot be used by this version (too new, or not created and read-only)."""
+
+    reason = "store-schema"
+
+
+class StoreDiverged(StoreError):
+    """A local copy of a store session and the store hold different rows after a common start."""
+
+    reason = "store-diverged"

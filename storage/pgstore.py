@@ -39,24 +39,13 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from storage.errors import SessionLspError
+from storage.errors import StoreError, StoreUnavailable
 from storage.store_materialize import StoreSession
 from storage.store_schema import check_schema_name, migrate, require_schema
 from storage.store_summary import fold_summary
 
 DEFAULT_SCHEMA = "session_store"
-
-
-class StoreError(SessionLspError):
-    """A session store call that could not be carried out; nothing was written."""
-
-    reason = "store"
-
-
-class StoreUnavailable(StoreError):
-    """The database cannot be reached (or stopped answering) within the connect timeout."""
-
-    reason = "store-unavailable"
+__all__ = ["DEFAULT_SCHEMA", "PostgresSessionStore", "StoreError", "StoreUnavailable"]
 
 
 def key_parts(key: Any) -> tuple[str, str, str]:

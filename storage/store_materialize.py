@@ -123,6 +123,15 @@ def write_session(projects_dir: Path, session: StoreSession, *, scratch: bool = 
             with os.fdopen(os.open(path, _CREATE, 0o600), "wb") as fh:
                 fh.write(data)
         return Path(projects_dir) / session.project_key / f"{session.session_id}.jsonl"
+    write_files(projects_dir, files)
+    return Path(projects_dir) / session.project_key / f"{session.session_id}.jsonl"
+
+
+def write_files(projects_dir: Path, files: dict[Path, bytes]) -> None:
+    """Write each file (absolute paths under `projects_dir`) whole, mode 0600, never over another.
+
+    A file already there with the same content is kept; one with other content is not touched
+    and `LocalFileExists` is raised before anything is written."""
     for path, data in files.items():
         if path.exists() and path.read_bytes() != data:
             raise LocalFileExists(f"{path} exists with other content; not overwritten")
@@ -140,4 +149,3 @@ def write_session(projects_dir: Path, session: StoreSession, *, scratch: bool = 
             raise LocalFileExists(f"{path} appeared while writing; not overwritten") from exc
         finally:
             tmp.unlink(missing_ok=True)
-    return Path(projects_dir) / session.project_key / f"{session.session_id}.jsonl"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from storage.errors import SessionLspError
+from storage.errors import StoreSchemaError as SchemaError
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -50,12 +50,6 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
 LATEST = MIGRATIONS[-1][0]
 ADVISORY_KEY = 0x51_5354_4F52  # any fixed number: serialises migrations across processes
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-
-
-class SchemaError(SessionLspError):
-    """The database's schema cannot be used by this version (too new, or not created and read-only)."""
-
-    reason = "store-schema"
 
 
 def check_schema_name(name: str) -> str:

@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from server.commands.common import CommandError, add_projects_dir, print_json, projects_dir
+from server.commands.store import add_store_option
 from server.index import Diagnostic, ProjectIndex
 from server.index.rawsearch import find_row
 from server.index.store import norm, session_key, tracked_kind
@@ -32,6 +33,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )  # fmt: skip
     add_projects_dir(p)
     p.add_argument("--json", action="store_true", help="print a JSON list of diagnostics")
+    add_store_option(p)
+    p.add_argument("--cwd", default=None, help="with --store: only the sessions of this working directory")
     p.add_argument("-j", "--jobs", type=int, default=0, help="worker processes for a whole folder (default: CPUs)")
     p.set_defaults(func=cmd_check)
 
@@ -132,6 +135,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    if args.store:
+        from server.commands.store import cmd_check_store
+
+        return cmd_check_store(args)
+    if args.cwd:
+        raise CommandError("--cwd narrows a --store check; name files or folders to check part of a folder")
     idx, only = build_index(args)
     skipped: dict[Path, str] = {}
     if idx is None:
@@ -148,7 +157,12 @@ def _check(args: argparse.Namespace) -> int:
         n_files = len(only)
         diags = sorted((d for p in only for d in idx.diagnostics(p, ranges=False)), key=Diagnostic.sort_key)
     report_skipped(skipped)
-    if args.json:
+    return emit(diags, n_files, as_json=args.json)
+
+
+def emit(diags: list[Diagnostic], n_files: int, *, as_json: bool) -> int:
+    """Print the diagnostics (JSON or a listing); the exit status: 1 when one is an error."""
+    if as_json:
         print_json([d.to_json() for d in diags])
     else:
         print_listing(diags, n_files)

@@ -56,16 +56,17 @@ def open_store(args: argparse.Namespace, *, read_only: bool = True) -> Any:
 
 
 def run(coro: Any) -> Any:
-    """Run a store coroutine, turning store errors into one-line command errors."""
+    """Run a store coroutine. Our errors (`storage.errors`: an unreachable store, a missing
+    session...) go up as they are, to the one mapping to exit statuses; a bad key is a command error."""
     import asyncio
 
-    from storage.pgstore import StoreError
-    from storage.store_materialize import LocalFileExists, StoreSessionNotFound
-    from storage.store_schema import SchemaError
+    from storage.errors import SessionLspError
 
     try:
         return asyncio.run(coro)
-    except (StoreError, SchemaError, StoreSessionNotFound, LocalFileExists, ValueError) as exc:
+    except SessionLspError:
+        raise
+    except ValueError as exc:
         raise CommandError(str(exc)) from exc
 
 
@@ -93,6 +94,18 @@ def _relative(path: Path | str, root: Path) -> str:
     return str(Path(path).relative_to(root))
 
 
+@contextlib.contextmanager
+def materialised(args: argparse.Namespace) -> Iterator[Path]:
+    """A temporary projects folder holding the store's sessions (those of `--cwd`'s project when
+    given), written as the SDK writes them; caches stay off while it exists."""
+    store = open_store(args)
+    keys = [project_key(args.cwd)] if args.cwd else None
+    with tempfile.TemporaryDirectory(prefix="slsp-store-") as tmp, no_count_cache():
+        root = Path(tmp).resolve()
+        run(_materialise_projects(store, keys, root))
+        yield root
+
+
 async def _materialise_projects(store: Any, keys: list[str] | None, root: Path) -> None:
     from storage.store_materialize import write_session
 
@@ -110,11 +123,7 @@ def cmd_list_store(args: argparse.Namespace) -> int:
     from server.commands.read import print_sessions
     from storage.sessions import list_sessions
 
-    store = open_store(args)
-    keys = [project_key(args.cwd)] if args.cwd else None
-    with tempfile.TemporaryDirectory(prefix="slsp-store-") as tmp, no_count_cache():
-        root = Path(tmp)
-        run(_materialise_projects(store, keys, root))
+    with materialised(args) as root:
         sessions = list_sessions(root)
         if args.json:
             out = []
@@ -198,3 +207,44 @@ def cmd_pull(args: argparse.Namespace) -> int:
         print(f"{path}  ({len(session.entries)} entries, {len(session.subkeys)} subagent file(s))")
         print(f"resume it with: claude --resume {session.session_id}  (from its working directory)")
     return 0
+
+
+def cmd_check_store(args: argparse.Namespace) -> int:
+    """`check --store`: the diagnostics of every store session, as `check` gives them for a folder."""
+    from dataclasses import replace
+
+    from server.commands.check import emit
+    from server.index.persisted import check_folder_indexed
+
+    if args.paths:
+        raise CommandError("check --store checks the store's sessions: give no paths (--cwd for one project)")
+    with materialised(args) as root:
+        diags, n_files = check_folder_indexed(root, args.jobs or None)
+        diags = [
+            replace(
+                d,
+                path=Path(_relative(d.path, root)),
+                related=[replace(r, path=Path(_relative(r.path, root))) for r in d.related],
+            )
+            for d in diags
+        ]
+    return emit(diags, n_files, as_json=args.json)
+
+
+def cmd_search_store(args: argparse.Namespace) -> int:
+    """`search --store`: full-text search over the store's sessions, in an index that lives as
+    long as the command (the store is not indexed in the cache folder)."""
+    from dataclasses import replace
+
+    from server.commands.search import print_hits
+    from storage.search import SearchIndex
+
+    with materialised(args) as root:
+        index = SearchIndex.open(None)
+        try:
+            index.update(root)
+            hits = index.search(" ".join(args.query), max(1, args.limit), projects_dir=root)
+        finally:
+            index.close()
+        hits = [replace(h, path=_relative(h.path, root)) for h in hits]
+    return print_hits(hits, args)

@@ -52,6 +52,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="TOOL",
         help="also allow Bash, Edit or Write (repeat, or `all`); Read/Glob/Grep/LS are always on",
     )
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        default=None,
+        help="with --resume/--continue: a session of this session store (postgresql://...); the turn is "
+        "recorded in a local copy and appended to the store",
+    )
+    p.add_argument("--store-schema", default="session_store", help="the store's PostgreSQL schema")
     p.add_argument("--max-steps", type=int, default=50, help="model responses per turn at most")
     p.add_argument("--json", action="store_true", help="print the result as JSON (no streaming)")
     p.add_argument("--events", action="store_true", help="print every event as a JSON line while running")
@@ -136,17 +144,27 @@ def cmd_turn(args: argparse.Namespace) -> int:
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGINT, lambda *_: token.cancel())
+    done = None
     try:
-        result = run_turn(request, on_event=printer, cancel=token)
+        if args.store:
+            from server.commands.store_write import turn_on_store
+
+            done = turn_on_store(args, request, on_event=printer, cancel=token)
+            result = done.result
+        else:
+            result = run_turn(request, on_event=printer, cancel=token)
     except (ProviderError, SessionNotFound, SessionIdInUse, SessionInUse, ValueError) as exc:
         raise CommandError(str(exc)) from exc
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     if args.json:
-        print_json(result.to_json())
+        print_json(done.to_json() if done is not None else result.to_json())
     elif printer is not None and not args.events:
         printer._newline()
         state = " (cancelled)" if result.cancelled else ""
         print(f"session {result.session_id}{state}: {result.path}", file=sys.stderr)
+        if done is not None:
+            where = f"{done.project_key}/{result.session_id}"
+            print(f"{done.pushed} row(s) appended to the store ({where})", file=sys.stderr)
     return 130 if result.cancelled else 0

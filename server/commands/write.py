@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from server.commands.common import add_projects_dir, print_json, projects_dir
+from server.commands.common import CommandError, add_projects_dir, print_json, projects_dir
 from storage.access import Access
 from storage.fork import fork_session
 from storage.lookup import resolve_session
@@ -27,6 +27,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--title", help="custom title of the new session")
     p.add_argument("--cwd", default=None, help="working directory for title lookups")
     add_projects_dir(p)
+    p.add_argument(
+        "--store", metavar="URL", default=None, help="fork a session of this session store (postgresql://...)"
+    )
+    p.add_argument("--store-schema", default="session_store", help="the store's PostgreSQL schema")
+    p.add_argument(
+        "--into",
+        choices=("store", "local"),
+        default=None,
+        help="with --store: where the fork goes, the store (default) or the local projects folder",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_fork)
 
@@ -59,6 +69,13 @@ def _report_torn(torn: TornTail | None) -> None:
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
+    if args.store:
+        from server.commands.store_write import cmd_fork_store
+
+        args.into = args.into or "store"
+        return cmd_fork_store(args)
+    if args.into is not None:
+        raise CommandError("--into goes with --store (a local session forks into its own folder)")
     sid, path = fork_session(_source(args, "read"), projects_dir(args), at_uuid=args.at, title=args.title)
     if args.json:
         print_json({"sessionId": sid, "path": str(path)})

@@ -1,0 +1,142 @@
+"""A store session and its local copy kept in step, row by row, in either direction.
+
+A store session continued on this machine (a turn of our agent, or `claude --resume` on a pulled
+copy) lives in a local file for the turn's length. `bring_local` makes that copy: it writes the
+session as the SDK does when there is none, and when there is one it appends only what the store
+gained since (never rewriting a line). `push_session` then sends the store exactly the rows each
+local file (the main transcript and any subagent transcript) holds beyond the longest start it
+shares with the store: one `append` (one transaction) per file. Both compare parsed rows, not
+bytes: the store keeps JSON values, and a copy's lines may be written by another JSON encoder.
+
+Pushing twice adds nothing: a row already stored under its key is skipped by its `uuid`, and a
+batch whose `uuid`s are all stored is a retry and is skipped whole (the SessionStore contract as
+`storage.pgstore` keeps it), also when other writers appended to the store in between.
+
+Only the protocol's `load()`, `append()` and `list_subkeys()` are used, so any SessionStore works.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from storage.errors import NotATranscript, StoreDiverged
+from storage.livesession import config_dir_of, ensure_free
+from storage.store_materialize import (
+    jsonl_bytes,
+    load_session,
+    session_files,
+    split_agent_metadata,
+    write_files,
+    write_session,
+)
+from storage.writequeue import append_lines
+
+
+def file_rows(path: Path) -> list[Any]:
+    """The JSON value of every non-blank line of `path`; a line that does not parse is an error
+    (a local copy we push is one we or the CLI wrote whole)."""
+    rows = []
+    with open(path, "rb") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except ValueError as exc:
+                raise NotATranscript(f"{path}:{number}: not a JSON line ({exc}); nothing was sent") from exc
+    return rows
+
+
+def shared_start(a: list[Any], b: list[Any]) -> int:
+    """How many rows the two lists share from their start."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _key(project_key: str, session_id: str, subpath: str | None) -> dict[str, str]:
+    key = {"project_key": project_key, "session_id": session_id}
+    return {**key, "subpath": subpath} if subpath else key
+
+
+def local_streams(projects_dir: Path, project_key: str, session_id: str) -> dict[str | None, Path]:
+    """The local transcripts of a session by store subpath: None for the main one, then
+    `subagents/agent-<id>` (the path under the session's folder, without `.jsonl`)."""
+    main = Path(projects_dir) / project_key / f"{session_id}.jsonl"
+    streams: dict[str | None, Path] = {None: main}
+    folder = main.parent / session_id
+    if folder.is_dir():
+        for sub in sorted(folder.rglob("*.jsonl")):
+            if sub.is_file() and not sub.is_symlink():
+                streams[str(sub.relative_to(folder).with_suffix(""))] = sub
+    return streams
+
+
+async def _stored_rows(store: Any, key: dict[str, str]) -> list[Any]:
+    """The transcript rows stored under a key (a subagent's `agent_metadata` entries left out)."""
+    entries = await store.load(key) or []
+    return split_agent_metadata(entries)[1] if "subpath" in key else entries
+
+
+async def push_session(store: Any, projects_dir: Path, project_key: str, session_id: str) -> int:
+    """Append to the store the rows the local copy holds beyond what it shares with the store;
+    returns how many rows the store took (0 when it had them all)."""
+    taken = 0
+    for subpath, path in local_streams(projects_dir, project_key, session_id).items():
+        if not path.is_file():
+            raise NotATranscript(f"no local copy of session {session_id} at {path}")
+        key = _key(project_key, session_id, subpath)
+        local = file_rows(path)
+        stored = await _stored_rows(store, key)
+        n = shared_start(stored, local)
+        if n == 0 and stored and local:
+            raise StoreDiverged(f"{path} and the store's {project_key}/{session_id} share no first row; nothing sent")
+        if n == len(local):
+            continue
+        before = len(await store.load(key) or [])
+        await store.append(key, local[n:])
+        taken += len(await store.load(key) or []) - before
+    return taken
+
+
+async def bring_local(store: Any, projects_dir: Path, project_key: str, session_id: str) -> Path:
+    """The local copy of a store session, made or brought up to date; returns its main transcript.
+
+    No copy: the session's files are written as the SDK writes them. A copy that is a start of the
+    store's rows gets the rest appended (a session another process is writing is left alone,
+    `SessionInUse`). A copy holding rows the store lacks, or other rows, is not touched:
+    `StoreDiverged` says which (push or move it first)."""
+    session = await load_session(store, project_key, session_id)
+    projects_dir = Path(projects_dir)
+    main = projects_dir / project_key / f"{session_id}.jsonl"
+    if not main.exists():
+        return write_session(projects_dir, session)
+    streams: dict[str | None, list[Any]] = {None: session.entries}
+    streams.update((sub, split_agent_metadata(rows)[1]) for sub, rows in session.subkeys.items())
+    behind: dict[Path, list[Any]] = {}
+    for subpath, rows in streams.items():
+        path = main if subpath is None else main.parent / session_id / f"{subpath}.jsonl"
+        if not path.exists():
+            continue
+        local = file_rows(path)
+        n = shared_start(rows, local)
+        if n < len(local):
+            what = "rows the store lacks" if n == len(rows) else f"other rows than the store from row {n + 1}"
+            raise StoreDiverged(
+                f"the local copy {path} holds {what}; push it (session-lsp push {session_id} --store URL) "
+                "or move it away first"
+            )
+        if n < len(rows):
+            behind[path] = rows[n:]
+    missing = {projects_dir / rel: data for rel, data in session_files(session).items()}
+    write_files(projects_dir, {p: data for p, data in missing.items() if not p.exists()})
+    if behind:
+        ensure_free(session_id, config_dir_of(projects_dir))
+        for path, rows in behind.items():
+            append_lines(path, jsonl_bytes(rows))
+    return main
