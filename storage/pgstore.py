@@ -62,6 +62,11 @@ def key_parts(key: Any) -> tuple[str, str, str]:
     return project_key, session_id, subpath or ""
 
 
+def one_line(exc: BaseException) -> str:
+    """A driver's message on one line (libpq adds hints on indented lines of their own)."""
+    return " ".join(str(exc).split())
+
+
 def dump_entry(entry: Any) -> str:
     """One entry as compact JSON text; non-UTF-8 strings (lone surrogates) as \\u escapes."""
     try:
@@ -167,7 +172,7 @@ class PostgresSessionStore:
                     psycopg.AsyncConnection.connect(self.conninfo, **self._kwargs()), self.connect_timeout + 1
                 )
             except (TimeoutError, psycopg.Error, OSError) as exc:
-                reason = str(exc).strip() or type(exc).__name__
+                reason = one_line(exc) or type(exc).__name__
                 raise StoreUnavailable(f"cannot connect to {self._where()}: {reason}") from exc
             try:
                 if self.read_only:
@@ -215,9 +220,9 @@ class PostgresSessionStore:
         except PoolTimeout as exc:
             raise StoreUnavailable(f"no connection to {self._where()} within {self.connect_timeout:g} s") from exc
         except psycopg.OperationalError as exc:
-            raise StoreUnavailable(f"{self._where()}: {str(exc).strip()}") from exc
+            raise StoreUnavailable(f"{self._where()}: {one_line(exc)}") from exc
         except psycopg.Error as exc:
-            raise StoreError(f"{self._where()}: {str(exc).strip()}") from exc
+            raise StoreError(f"{self._where()}: {one_line(exc)}") from exc
 
     def _t(self, table: str) -> str:
         return f"{self.schema}.{table}"

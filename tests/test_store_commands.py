@@ -28,11 +28,12 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "server.cli", *args], capture_output=True, text=True, timeout=120)
 
 
-async def mirror_corpus(store: PostgresSessionStore, batch: int = 5) -> int:
-    """Append every corpus transcript in batches, subagents under their subpath with the
-    `.meta.json` as an `agent_metadata` entry, as the SDK's mirror does; returns the entry count."""
+async def mirror_corpus(store: PostgresSessionStore, batch: int = 5, root: Path = CORPUS) -> int:
+    """Append every transcript of `root` (the corpus) in batches, subagents under their subpath
+    with the `.meta.json` as an `agent_metadata` entry, as the SDK's mirror does; returns the
+    entry count."""
     count = 0
-    for main in sorted(CORPUS.glob("*/*.jsonl")):
+    for main in sorted(root.glob("*/*.jsonl")):
         key = {"project_key": main.parent.name, "session_id": main.stem}
         files = [(key, main)]
         for sub in sorted((main.parent / main.stem).glob("subagents/*.jsonl")):

@@ -20,6 +20,7 @@ from server.commands.store import add_store_option
 from server.index import Diagnostic, ProjectIndex
 from server.index.rawsearch import find_row
 from server.index.store import norm, session_key, tracked_kind
+from storage.errors import SessionLspError
 from storage.reader import why_not_regular
 
 PROGRESS_MIN_FILES = 20
@@ -128,7 +129,7 @@ def _others(idx: ProjectIndex, folders: list[Path]) -> list[Path]:
 def cmd_check(args: argparse.Namespace) -> int:
     try:
         return _check(args)
-    except (CommandError, BrokenPipeError, KeyboardInterrupt):
+    except (SessionLspError, BrokenPipeError, KeyboardInterrupt):
         raise
     except Exception as exc:  # a crash is not "errors found": status 2 and one line
         raise CommandError(f"check failed: {type(exc).__name__}: {exc}") from exc
