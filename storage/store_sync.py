@@ -85,7 +85,8 @@ async def _stored_rows(store: Any, key: dict[str, str]) -> list[Any]:
 
 async def push_session(store: Any, projects_dir: Path, project_key: str, session_id: str) -> int:
     """Append to the store the rows the local copy holds beyond what it shares with the store;
-    returns how many rows the store took (0 when it had them all)."""
+    returns how many rows the store took (0 when it had them all; counted as the key's growth,
+    so a concurrent writer's rows would count too)."""
     taken = 0
     for subpath, path in local_streams(projects_dir, project_key, session_id).items():
         if not path.is_file():

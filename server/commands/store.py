@@ -140,7 +140,7 @@ def cmd_list_store(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _find(store: Any, args: argparse.Namespace) -> tuple[str, str]:
+async def locate_session(store: Any, args: argparse.Namespace) -> tuple[str, str]:
     """(project key, session id) of the session the arguments name."""
     if args.cont:
         key = project_key(args.cwd or os.getcwd())
@@ -166,7 +166,7 @@ async def _load_named(store: Any, args: argparse.Namespace) -> Any:
     from storage.store_materialize import load_session
 
     try:
-        key, sid = await _find(store, args)
+        key, sid = await locate_session(store, args)
         return await load_session(store, key, sid)
     finally:
         await store.close()

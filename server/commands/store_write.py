@@ -17,7 +17,7 @@ import argparse
 from typing import Any
 
 from server.commands.common import CommandError, add_projects_dir, print_json, projects_dir
-from server.commands.store import _find, open_store, run
+from server.commands.store import locate_session, open_store, run
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,7 +39,7 @@ async def _locate(
     a turn's tools work, which need not be where the session was recorded)."""
     cont = bool(getattr(args, "cont", False))
     cwd = args.cwd if cwd_names_project or cont else None
-    return await _find(store, argparse.Namespace(session=session, cont=cont, cwd=cwd))
+    return await locate_session(store, argparse.Namespace(session=session, cont=cont, cwd=cwd))
 
 
 async def _fork(store: Any, args: argparse.Namespace) -> Any:
