@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from pg import free_port
 from scripted_api import SCRIPTED_KEY, SCRIPTED_MODEL, scripted_provider
-from test_store_commands import cli, mirror_corpus
+from test_store_commands import CORPUS, cli, mirror_corpus
 
 from server.agent.loop import run_turn
 from server.agent.request import TurnRequest
 from server.agent.store_turn import in_loop, push, run_store_turn
-from storage.errors import StoreDiverged, StoreUnavailable
+from storage.errors import NotATranscript, StoreDiverged, StoreUnavailable
 from storage.pgstore import PostgresSessionStore
 from storage.store_sync import bring_local, file_rows, push_session
 
@@ -131,3 +131,21 @@ def test_turn_store_needs_a_session(store_url, pg_schema, tmp_path) -> None:  # 
     missing = cli(*args, "--resume", "00000000-0000-4000-8000-000000000000", "hi")
     assert missing.returncode == 2 and "no session 00000000-0000-4000-8000-000000000000" in missing.stderr
     assert not (tmp_path / "p").exists()
+
+
+def test_a_copy_that_differs_is_left_as_it_is(store_url, pg_schema, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    local = tmp_path / "config" / "projects"
+    store = PostgresSessionStore(store_url, schema=pg_schema)
+    copy = in_loop(store, bring_local(store, local, PROJECT, SID))
+    rows = file_rows(copy)
+    rows[2] = {**rows[2], "edited": True}
+    copy.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    before = copy.read_bytes()
+    with pytest.raises(StoreDiverged, match="other rows than the store from row 3"):
+        in_loop(store, bring_local(store, local, PROJECT, SID))
+    # a torn line is never sent
+    copy.write_bytes(before + b'{"type":"user","uuid":"torn')
+    with pytest.raises(NotATranscript, match=f"{SID}.jsonl:{len(rows) + 1}: not a JSON line"):
+        in_loop(store, push_session(store, local, PROJECT, SID))
+    assert copy.read_bytes() == before + b'{"type":"user","uuid":"torn'
+    assert stored(store_url, pg_schema) == file_rows(CORPUS / PROJECT / f"{SID}.jsonl")
