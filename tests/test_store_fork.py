@@ -139,3 +139,37 @@ def test_fork_into_local_is_resumed_by_the_real_cli(pg_server, pg_schema, script
     # the store holds only what was mirrored: a local fork writes nothing there
     listed = cli("list", "--store", pg_server.url(), "--store-schema", pg_schema, "--json")
     assert len(json.loads(listed.stdout)) == mirrored_sessions == 3
+
+
+def test_the_sdk_resumes_a_fork_made_in_the_store(store_url: str, pg_schema: str, tmp_path: Path) -> None:
+    from claude_agent_sdk import ClaudeAgentOptions
+    from claude_agent_sdk._internal.session_resume import materialize_resume_session
+
+    source = CORPUS / "-Users-me-shop" / "22222222-2222-4222-8222-222222222222.jsonl"
+    done = cli("fork", source.stem, "--store", store_url, "--store-schema", pg_schema, "--json")
+    assert done.returncode == 0, done.stderr
+    new_sid = json.loads(done.stdout)["sessionId"]
+
+    async def sdk_files() -> dict[str, bytes]:
+        store = PostgresSessionStore(store_url, schema=pg_schema, read_only=True)
+        try:
+            got = await materialize_resume_session(
+                ClaudeAgentOptions(cwd="/Users/me/shop", resume=new_sid, session_store=store)
+            )
+            assert got is not None
+            projects = got.config_dir / "projects"
+            files = {str(p.relative_to(projects)): p.read_bytes() for p in projects.rglob("*") if p.is_file()}
+            await got.cleanup()
+            return files
+        finally:
+            await store.close()
+
+    files = asyncio.run(sdk_files())
+    assert sorted(files) == [f"-Users-me-shop/{new_sid}.jsonl"]
+    rows = [json.loads(line) for line in files[f"-Users-me-shop/{new_sid}.jsonl"].splitlines()]
+    assert rows == store_rows(store_url, pg_schema, "-Users-me-shop", new_sid)
+    resumed = tmp_path / "-Users-me-shop" / f"{new_sid}.jsonl"
+    resumed.parent.mkdir()
+    resumed.write_bytes(files[f"-Users-me-shop/{new_sid}.jsonl"])
+    assert resume(resumed).messages == resume(source).messages
+    assert resume(resumed).chain.uuids == resume(source).chain.uuids
