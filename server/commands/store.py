@@ -1,11 +1,12 @@
-"""Sessions in a session store on the command line: `list --store`, `chain --store` and `pull`.
+"""Reading a session store on the command line: `list`, `chain`, `check`, `search` with `--store`; `pull`.
 
 A store session is read by writing it, as the Agent SDK does before a store-backed resume, into
 a temporary projects folder and running the file readers on that (`storage.store_materialize`),
-so listing and chains are exactly what they are for local files. `list` and `chain` only read
-(the store is opened read-only); `pull` writes a store session into the local projects folder so
-`claude --resume <id>` (or `session-lsp chain <id>`) continues it locally. Paths in the JSON of
-`list --store` and `chain --store` are relative to a projects folder: `<project_key>/<id>.jsonl`.
+so listings, chains, diagnostics and search hits are exactly what they are for local files. The
+readers open the store read-only; `pull` writes a store session into the local projects folder
+so `claude --resume <id>` (or `session-lsp chain <id>`) continues it locally. Paths in the
+readers' output are relative to a projects folder: `<project_key>/<id>.jsonl`. Writing to a
+store (`fork --store`, `turn --store`, `push`) is in `server.commands.store_write`.
 
 psycopg is imported only when a store is opened.
 """
