@@ -69,6 +69,18 @@ class WithStores(InitializationOptions):
     stores: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class WithStoresTuple(InitializationOptions):
+    stores: tuple[str, ...] = ()
+
+
+def test_an_array_option_may_be_a_tuple_field() -> None:
+    assert WithStoresTuple.parse({"stores": ["postgresql://a/db"]}).stores == ("postgresql://a/db",)
+    with pytest.raises(BadOption) as info:
+        WithStoresTuple.parse({"stores": "postgresql://a/db"})
+    assert "'stores' must be an array, got \"postgresql://a/db\" (a string)" in str(info.value)
+
+
 def test_a_new_field_is_an_option_with_the_same_checks() -> None:
     """A field added to the dataclass is read under its camelCase name, over the command line's
     defaults, with the strict checks of its type (an array of strings, not a string)."""

@@ -24,6 +24,8 @@ from storage.errors import InvalidArgument
 
 @dataclass(frozen=True)
 class InitializationOptions:
+    """One field per option, each with a default (e.g. `stores: tuple[str, ...] = ()` is `"stores": [...]`)."""
+
     projects_dir: Path | None = None
     """`projectsDir`: the projects folder to serve (default: the command line's, else the CLI's)."""
     watch: bool = True
@@ -98,14 +100,17 @@ def _path(value: Any, _: type) -> Path:
     return Path(value).expanduser()
 
 
-def _is_list(kind: Any) -> bool:
-    return get_origin(kind) is list
+def _is_array(kind: Any) -> bool:
+    """`list[X]` or `tuple[X, ...]`: a JSON array of X."""
+    args = get_args(kind)
+    return get_origin(kind) is list or (get_origin(kind) is tuple and len(args) == 2 and args[1] is Ellipsis)
 
 
-def _list_hook(kind: Any) -> Any:
-    (item,) = get_args(kind)
+def _array_hook(kind: Any) -> Any:
+    item = get_args(kind)[0]
+    build = list if get_origin(kind) is list else tuple
 
-    def structure(value: Any, _: type) -> list[Any]:
+    def structure(value: Any, _: type) -> Any:
         if not isinstance(value, list):
             raise TypeError(f"must be an array, got {_shown(value)}")
         out = []
@@ -114,7 +119,7 @@ def _list_hook(kind: Any) -> Any:
                 out.append(options_converter.structure(element, item))
             except (TypeError, ValueError) as exc:
                 raise TypeError(f"item {i} {exc}") from exc
-        return out
+        return build(out)
 
     return structure
 
@@ -131,7 +136,7 @@ options_converter = cattrs.Converter(forbid_extra_keys=True)
 options_converter.register_structure_hook(bool, _strict_bool)
 options_converter.register_structure_hook(str, _strict_str)
 options_converter.register_structure_hook(Path, _path)
-options_converter.register_structure_hook_factory(_is_list, _list_hook)
+options_converter.register_structure_hook_factory(_is_array, _array_hook)
 options_converter.register_structure_hook_factory(is_dataclass, _dataclass_hook)
 
 

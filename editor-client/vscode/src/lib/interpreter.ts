@@ -66,7 +66,8 @@ export function checkPythonModule(python: string, timeoutMs = 20000): Promise<st
       if (!err && sessionLspVersion(String(stdout))) {
         resolve(undefined);
       } else if (!err) {
-        resolve(`${python} -m server.cli is not session-lsp (it printed ${JSON.stringify(String(stdout).slice(0, 80))})`);
+        const printed = JSON.stringify(String(stdout).slice(0, 80));
+        resolve(`${python} -m server.cli is not session-lsp (it printed ${printed})`);
       } else {
         const last = String(stderr || err.message).trim().split('\n').pop() ?? '';
         resolve(last || 'cannot run server.cli');

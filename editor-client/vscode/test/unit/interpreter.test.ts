@@ -37,7 +37,8 @@ test("the Python extension's interpreter is used when it has session-lsp and pyt
   const asked: string[] = [];
   const choice = await chooseLaunch({ pythonPath: '' }, sources(OUR_PYTHON, asked));
   assert.equal(choice.source, 'pythonExtension');
-  assert.deepEqual([choice.launch.command, ...choice.launch.args], [OUR_PYTHON, '-m', 'server.cli', 'serve', '--stdio']);
+  const argv = [choice.launch.command, ...choice.launch.args];
+  assert.deepEqual(argv, [OUR_PYTHON, '-m', 'server.cli', 'serve', '--stdio']);
   assert.equal(choice.launch.viaPython, true);
   assert.deepEqual(asked, [OUR_PYTHON]);
   assert.deepEqual(choice.notes, []);
@@ -64,9 +65,11 @@ test('pythonPath and a changed serverCommand win over the Python extension, whic
   const asked: string[] = [];
   const py = await chooseLaunch({ pythonPath: '/venv/bin/python' }, sources(OUR_PYTHON, asked));
   assert.deepEqual([py.source, py.launch.command], ['pythonPath', '/venv/bin/python']);
-  const cmd = await chooseLaunch({ serverCommand: ['/opt/session-lsp', 'serve', '--stdio'] }, sources(OUR_PYTHON, asked));
+  const custom = { serverCommand: ['/opt/session-lsp', 'serve', '--stdio'] };
+  const cmd = await chooseLaunch(custom, sources(OUR_PYTHON, asked));
   assert.deepEqual([cmd.source, cmd.launch.command], ['serverCommand', '/opt/session-lsp']);
   assert.deepEqual(asked, []);
-  const spelledDefault = await chooseLaunch({ serverCommand: ['session-lsp', 'serve', '--stdio'] }, sources(OUR_PYTHON));
+  const spelledOut = { serverCommand: ['session-lsp', 'serve', '--stdio'] };
+  const spelledDefault = await chooseLaunch(spelledOut, sources(OUR_PYTHON));
   assert.equal(spelledDefault.source, 'pythonExtension');
 });
