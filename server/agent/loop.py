@@ -21,9 +21,8 @@ from server.agent.context import TurnContext
 from server.agent.cost import cost_state
 from server.agent.events import TurnEvent, TurnResult
 from server.agent.permissions import Ask, PermissionAsk, SessionGrants
-from server.agent.providers.base import ModelProvider, ModelRequest
+from server.agent.providers.base import ModelProvider, ModelRequest, StepModel
 from server.agent.providers.choose import make_provider
-from server.agent.providers.claude_cli import ClaudeCliProvider
 from server.agent.request import TurnRequest
 from server.agent.session import OpenSession, open_session
 from server.agent.tools import Tool, ToolContext, make_tools
@@ -58,23 +57,37 @@ def run_turn(
         chosen = provider or make_provider(
             request.provider, model=request.model, env=request.env, base_url=request.base_url
         )
-        if isinstance(chosen, ClaudeCliProvider):
-            return chosen.run_turn(request, on_event=emit, cancel=token)
-        allowed = make_tools(request.tools)
-        tools = make_tools(("all",)) if ask is not None else allowed
-        gated = frozenset(tools) - frozenset(allowed)
-        session = open_session(request)
-        if provider is None and request.model is None and getattr(chosen, "name", "") == "anthropic":
-            # as the CLI does, a resumed session goes on with the model that last answered in it when
-            # the CLI still offers it, else with the CLI's default (`storage.models`)
-            if session.resumed and session.recorder.path.exists():
-                model = last_model(session.recorder.path) or CLI_DEFAULT_MODEL
-                if model != chosen.model:
-                    chosen = make_provider(request.provider, model=model, env=request.env, base_url=request.base_url)
-        permits = _Permits(ask, grants or SessionGrants(), gated)
-        return _Turn(request, session, chosen, tools, emit, token, permits).run()
+        return chosen.run_turn(
+            request,
+            steps=lambda model: _run_steps(request, model, emit, token, ask, grants),
+            on_event=emit,
+            cancel=token,
+        )
     finally:
         stop_watch()
+
+
+def _run_steps(
+    request: TurnRequest,
+    model: StepModel,
+    emit: EventSink,
+    token: CancelToken,
+    ask: Ask | None,
+    grants: SessionGrants | None,
+) -> TurnResult:
+    """The turn as a sequence of Messages-API steps answered by `model`, recorded here."""
+    allowed = make_tools(request.tools)
+    tools = make_tools(("all",)) if ask is not None else allowed
+    gated = frozenset(tools) - frozenset(allowed)
+    session = open_session(request)
+    if model.follows_session_model and session.resumed and session.recorder.path.exists():
+        # as the CLI does, a resumed session goes on with the model that last answered in it when
+        # the CLI still offers it, else with the CLI's default (`storage.models`)
+        restored = last_model(session.recorder.path) or CLI_DEFAULT_MODEL
+        if restored != model.model:
+            model = model.with_model(restored)
+    permits = _Permits(ask, grants or SessionGrants(), gated)
+    return _Turn(request, session, model, tools, emit, token, permits).run()
 
 
 def _watch_event(cancel: object, token: CancelToken) -> Callable[[], None]:
@@ -106,7 +119,7 @@ class _Turn:
         self,
         request: TurnRequest,
         session: OpenSession,
-        provider: ModelProvider,
+        provider: StepModel,
         tools: dict[str, Tool],
         emit: EventSink,
         cancel: CancelToken,

@@ -2,8 +2,8 @@
 
 import * as vscode from 'vscode';
 import { decisionOf, permissionPrompt, type PermissionParams } from './lib/permission';
-import { sessionLspVersion } from './lib/command';
-import { execFile } from 'child_process';
+import { checkPythonModule, chooseLaunch } from './lib/interpreter';
+import { onPythonInterpreterChange, pythonExtensionInterpreter } from './python';
 import {
   LanguageClient,
   LanguageClientOptions,
@@ -18,7 +18,6 @@ import {
   effectiveProjectsDir,
   missingServerMessage,
   resolveExecutable,
-  serverLaunch,
   ServerLaunch,
 } from './lib/command';
 import { DidChangeParams, Methods } from './lib/protocol';
@@ -52,6 +51,14 @@ export class SessionServer implements vscode.Disposable {
         }
       }),
     );
+    // the Python extension's interpreter is used when `sessionLsp.pythonPath` is empty: follow its changes
+    void onPythonInterpreterChange(() => {
+      const pythonPath = vscode.workspace.getConfiguration('sessionLsp').get<string>('pythonPath') ?? '';
+      if (!pythonPath.trim() && this.state !== 'stopped') {
+        this.log("the Python extension's interpreter changed: restarting the server");
+        void this.restart();
+      }
+    }).then((d) => d && this.disposables.push(d));
   }
 
   get currentState(): ServerState {
@@ -107,16 +114,22 @@ export class SessionServer implements vscode.Disposable {
       await old.dispose(2000).catch(() => undefined);
     }
     const cfg = vscode.workspace.getConfiguration('sessionLsp');
-    const launch = serverLaunch({ serverCommand: cfg.get('serverCommand'), pythonPath: cfg.get('pythonPath') });
     this.setState('starting');
-    this.log(`starting server: ${launch.display}`);
+    const choice = await chooseLaunch(
+      { serverCommand: cfg.get('serverCommand'), pythonPath: cfg.get('pythonPath') },
+      { activeInterpreter: pythonExtensionInterpreter, check: (python) => checkPythonModule(python) },
+    );
+    choice.notes.forEach((note) => this.log(note));
+    const launch = choice.launch;
+    const from = choice.source === 'pythonExtension' ? " (the Python extension's interpreter)" : '';
+    this.log(`starting server: ${launch.display}${from}`);
 
     const resolved = resolveExecutable(launch.command);
     if (!resolved) {
       this.reportMissing(launch, resolvedWhy(launch.command));
       return;
     }
-    if (launch.viaPython) {
+    if (choice.source === 'pythonPath') {
       const err = await checkPythonModule(resolved);
       if (err) {
         this.reportMissing(launch, err);
@@ -273,22 +286,6 @@ export class SessionServer implements vscode.Disposable {
     this.stateEmitter.dispose();
     this.changeEmitter.dispose();
   }
-}
-
-function checkPythonModule(python: string): Promise<string | undefined> {
-  // `import server.cli` passes for any package named `server`: ask ours who it is instead
-  return new Promise((resolve) => {
-    execFile(python, ['-m', 'server.cli', '--version'], { timeout: 20000 }, (err, stdout, stderr) => {
-      if (!err && sessionLspVersion(String(stdout))) {
-        resolve(undefined);
-      } else if (!err) {
-        resolve(`${python} -m server.cli is not session-lsp (it printed ${JSON.stringify(String(stdout).slice(0, 80))})`);
-      } else {
-        const last = String(stderr || err.message).trim().split('\n').pop() ?? '';
-        resolve(last || 'cannot run server.cli');
-      }
-    });
-  });
 }
 
 function resolvedWhy(command: string): string {

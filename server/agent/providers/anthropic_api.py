@@ -6,6 +6,7 @@ everything else becomes a ProviderError whose message says what to do."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -14,7 +15,9 @@ from typing import Any
 import anthropic
 
 from server.agent.cancel import CancelToken
-from server.agent.providers.base import DEFAULT_MODEL, ModelRequest, ModelResponse, ProviderError
+from server.agent.events import TurnEvent, TurnResult
+from server.agent.providers.base import DEFAULT_MODEL, ModelRequest, ModelResponse, ProviderError, StepRunner
+from server.agent.request import TurnRequest
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 DEFAULT_RETRIES = 4
@@ -44,12 +47,32 @@ class AnthropicProvider:
                 kind="no_key",
             )
         self.name = label
-        self.model = model or env.get("ANTHROPIC_MODEL") or DEFAULT_MODEL
+        named = model or env.get("ANTHROPIC_MODEL")
+        self.model = named or DEFAULT_MODEL
+        self.follows_session_model = not named
+        """As the CLI: when nothing named a model, a resumed session goes on with its last reply's model."""
         self.base_url = base_url or env.get("ANTHROPIC_BASE_URL") or None
         self.max_retries = max_retries
         self.client = anthropic.Anthropic(
             api_key=key, auth_token=token, base_url=self.base_url, max_retries=0, timeout=timeout
         )
+
+    def with_model(self, model: str) -> AnthropicProvider:
+        other = copy.copy(self)
+        other.model = model
+        other.follows_session_model = False
+        return other
+
+    def run_turn(
+        self,
+        request: TurnRequest,
+        *,
+        steps: StepRunner,
+        on_event: Callable[[TurnEvent], None],
+        cancel: CancelToken,
+    ) -> TurnResult:
+        """The loop runs the turn; this provider answers its Messages-API steps."""
+        return steps(self)
 
     def stream(
         self,

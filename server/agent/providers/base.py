@@ -1,4 +1,9 @@
-"""The model-provider interface the loop talks to, and the errors providers raise."""
+"""The model-provider interface the loop talks to, and the errors providers raise.
+
+Every provider is a `ModelProvider`: it runs a turn. One that runs the whole turn itself (the
+`claude-cli` provider: the CLI records the transcript) does so; one that answers Messages-API steps
+(`anthropic`) is a `StepModel` and hands itself to the loop's own step runner. The loop therefore
+never asks which class or name a provider has."""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from server.agent.cancel import CancelToken
+from server.agent.events import TurnEvent, TurnResult
+from server.agent.request import TurnRequest
 from storage.errors import SessionLspError
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -47,9 +54,24 @@ class ModelResponse:
     retries: list[str] = field(default_factory=list)
 
 
-class ModelProvider(Protocol):
-    name: str
-    model: str
+class StepModel(Protocol):
+    """A model that answers one Messages-API step at a time; the loop runs the turn around it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def follows_session_model(self) -> bool:
+        """Whether a resumed session goes on with the model that last answered in it (as the CLI does
+        when nothing named a model) rather than with `model`."""
+        ...
+
+    def with_model(self, model: str) -> StepModel:
+        """The same provider (key, endpoint, retries) answering with `model`."""
+        ...
 
     def stream(
         self,
@@ -59,3 +81,28 @@ class ModelProvider(Protocol):
         cancel: CancelToken,
         on_retry: Callable[[int, str], None] | None = None,
     ) -> ModelResponse: ...
+
+
+StepRunner = Callable[[StepModel], TurnResult]
+"""The loop's own turn of Messages-API steps, with the model that answers them."""
+
+
+class ModelProvider(Protocol):
+    """What `make_provider` returns and `run_turn` accepts."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    def run_turn(
+        self,
+        request: TurnRequest,
+        *,
+        steps: StepRunner,
+        on_event: Callable[[TurnEvent], None],
+        cancel: CancelToken,
+    ) -> TurnResult:
+        """Run one turn: by itself, or by handing itself as the `StepModel` to `steps`."""
+        ...

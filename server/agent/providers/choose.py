@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
 
-from server.agent.providers.base import ProviderError
+from server.agent.providers.base import ModelProvider, ProviderError
 from server.agent.providers.claude_cli import NAME as CLAUDE_CLI
 from server.agent.providers.claude_cli import ClaudeCliProvider, find_claude_binary
 
@@ -32,7 +31,9 @@ def default_provider_name(env: Mapping[str, str] | None = None) -> str:
 
 def make_provider(
     name: str | None, *, model: str | None = None, env: Mapping[str, str] | None = None, base_url: str | None = None
-) -> Any:
+) -> ModelProvider:
+    """The provider `name` (None: `default_provider_name`); a `model` of None lets it choose (and, for
+    `anthropic`, follow a resumed session's model as the CLI does)."""
     chosen = name or default_provider_name(env)
     if chosen == "anthropic":
         from server.agent.providers.anthropic_api import AnthropicProvider

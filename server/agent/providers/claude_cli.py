@@ -17,7 +17,7 @@ from typing import Any
 
 from server.agent.cancel import CancelToken
 from server.agent.events import TurnEvent, TurnResult
-from server.agent.providers.base import ProviderError
+from server.agent.providers.base import ProviderError, StepRunner
 from server.agent.request import TurnRequest
 from server.agent.tools import READ_ONLY, WRITERS
 from storage.admission import admit
@@ -79,8 +79,14 @@ class ClaudeCliProvider:
         return cmd, session_id
 
     def run_turn(
-        self, request: TurnRequest, *, on_event: Callable[[TurnEvent], None], cancel: CancelToken
+        self,
+        request: TurnRequest,
+        *,
+        steps: StepRunner,
+        on_event: Callable[[TurnEvent], None],
+        cancel: CancelToken,
     ) -> TurnResult:
+        """The CLI runs the whole turn (and picks the resumed session's model itself): `steps` is unused."""
         projects = Path(request.projects_dir or default_projects_dir()).expanduser()
         env = dict(self.env)
         if request.projects_dir is not None:

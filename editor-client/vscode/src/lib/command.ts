@@ -109,9 +109,9 @@ export function resolveExecutable(
 }
 
 export const INSTALL_HINT =
-  "Install it from a checkout of session-lsp with 'pip install /path/to/session-lsp' (or pipx) into Python 3.10+, " +
+  "Install it from a checkout of session-lsp with 'pip install /path/to/session-lsp' (or pipx) into Python 3.11+, " +
   "then put 'session-lsp' on the PATH, or set 'sessionLsp.serverCommand' to its full path, " +
-  "or 'sessionLsp.pythonPath' to the interpreter that has it.";
+  "or 'sessionLsp.pythonPath' to the interpreter that has it (or select that interpreter in the Python extension).";
 
 export function missingServerMessage(launch: ServerLaunch, detail?: string): string {
   const what = launch.viaPython
