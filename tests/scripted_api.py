@@ -13,6 +13,9 @@ tests (and the real Claude Code CLI pointed at it with ``ANTHROPIC_BASE_URL``) r
 - ``SLOW <prompt>`` -> the echo reply, streamed as 20 small deltas 0.2 s apart;
 - anything else -> ``echo: <text>``.
 
+A caller may pass its own ``planner`` (same signature as ``plan_reply``): scripts/make_example.py
+scripts whole sessions that way.
+
 Every request is recorded (``.requests``, and optionally one JSON line per request in a log file).
 Run it in the foreground with ``python tests/scripted_api.py [--port P] [--log FILE]``; point the
 ``anthropic`` provider (or the real CLI) at it with ``ANTHROPIC_BASE_URL``. It lives in ``tests/``:
