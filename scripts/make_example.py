@@ -14,7 +14,9 @@ we read). Uuids and timestamps differ on each run; the conversation does not. Ru
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -38,6 +40,7 @@ BUG_HUNT = "5b0e8c1a-3d7f-4a92-b6e4-1c9d2f7a8e35"
 AUDIT = "c7a41e96-0f28-4b3d-9e5a-62d8b1f4c09e"
 BUG_TITLE = "Missing cent when splitting an invoice"
 AUDIT_TITLE = "Audit money rounding before merge"
+GIT_DATE = "2026-11-02T09:30:00+00:00"
 FORK_TITLE = "Tax rounding half up (branch)"
 
 
@@ -50,7 +53,10 @@ def make_project() -> None:
     git = ["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "-c", "commit.gpgsign=false"]
     subprocess.run([*git, "init", "-q", "-b", "main"], cwd=WORK, check=True)
     subprocess.run([*git, "add", "."], cwd=WORK, check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "ledger: invoices split between payers"], cwd=WORK, check=True)
+    dated = {**os.environ, "GIT_AUTHOR_DATE": GIT_DATE, "GIT_COMMITTER_DATE": GIT_DATE}  # the same hash each run
+    subprocess.run(
+        [*git, "commit", "-q", "-m", "ledger: invoices split between payers"], cwd=WORK, check=True, env=dated
+    )
 
 
 class Driver:
@@ -94,15 +100,15 @@ def neutral(text: str) -> str:
     return text.replace(str(BASE), "").replace(escaped + "-", "-")
 
 
-def export(source: Path) -> list[Path]:
-    """Copy the CLI's projects folder to OUT with neutral paths; returns the files written."""
-    shutil.rmtree(OUT, ignore_errors=True)
+def export(source: Path, out: Path) -> list[Path]:
+    """Copy the CLI's projects folder to `out` with neutral paths; returns the files written."""
+    shutil.rmtree(out, ignore_errors=True)
     written = []
     for path in sorted(source.rglob("*")):
         rel = path.relative_to(source)
         if not path.is_file() or "memory" in rel.parts:
             continue
-        target = OUT / neutral(rel.as_posix())
+        target = out / neutral(rel.as_posix())
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(neutral(path.read_text(encoding="utf-8")), encoding="utf-8")
         written.append(target)
@@ -112,7 +118,10 @@ def export(source: Path) -> list[Path]:
     return written
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--out", type=Path, default=OUT, help=f"folder to (re)write (default: {OUT})")
+    args = parser.parse_args(argv)
     if find_claude() is None:
         print("REAL CLI NOT AVAILABLE: run scripts/setup.d/claude-cli.sh", file=sys.stderr)
         return 1
@@ -122,11 +131,11 @@ def main() -> int:
         driver = Driver(model, unscripted)
         fork = drive(driver)
         requests = len(model.requests)
-    written = export(CONFIG / "projects")
-    sessions = sorted(p.name for p in written if p.suffix == ".jsonl" and p.parent.parent == OUT)
+    written = export(CONFIG / "projects", args.out)
+    sessions = sorted(p.name for p in written if p.suffix == ".jsonl" and p.parent.parent == args.out)
     print("\n".join(driver.log))
     print(json.dumps({"requests": requests, "fork": fork, "sessions": sessions}, indent=2))
-    print(f"wrote {len(written)} files under {OUT}")
+    print(f"wrote {len(written)} files under {args.out}")
     return 0
 
 
