@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +103,24 @@ def test_the_real_cli_resumes_each_bundled_session_as_we_read_it(
     assert exact_differences(ours, condensed(sent["messages"])[: len(ours)]) == []
     rest = sent["messages"][len(ours)]
     assert rest["role"] == "user" and prompt in json.dumps(rest["content"])
+
+
+def test_the_story_answers_each_prompt_turn_by_turn_and_notes_what_it_cannot() -> None:
+    sys.path.insert(0, str(EXAMPLE.parent.parent / "scripts"))
+    import example_story as story
+
+    unscripted: list[str] = []
+    plan = story.planner(Path("/w"), unscripted)
+    prompt = {"role": "user", "content": [{"type": "text", "text": "<system-reminder>x</system-reminder>"},
+                                          {"type": "text", "text": story.BUG_PROMPT}]}  # fmt: skip
+    _, first = plan([prompt])
+    assert [b.get("name") for b in first if b["type"] == "tool_use"] == ["Grep"]
+    reply = {"role": "assistant", "content": first}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ledger/money.py"}]}
+    _, second = plan([prompt, reply, result])
+    assert second[0]["input"] == {"file_path": "/w/ledger/money.py"}
+    compact = {"role": "user", "content": [{"type": "text", "text": story.COMPACT_INSTRUCTION + " Summarize."}]}
+    assert plan([prompt, reply, result, compact])[1][0]["text"] == story.SUMMARY
+    assert unscripted == []
+    plan([{"role": "user", "content": "something the story never says"}])
+    assert unscripted == ["something the story never says"]
