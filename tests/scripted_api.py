@@ -13,6 +13,9 @@ tests (and the real Claude Code CLI pointed at it with ``ANTHROPIC_BASE_URL``) r
 - ``SLOW <prompt>`` -> the echo reply, streamed as 20 small deltas 0.2 s apart;
 - anything else -> ``echo: <text>``.
 
+A caller may pass its own ``planner`` (same signature as ``plan_reply``): scripts/make_example.py
+scripts whole sessions that way.
+
 Every request is recorded (``.requests``, and optionally one JSON line per request in a log file).
 Run it in the foreground with ``python tests/scripted_api.py [--port P] [--log FILE]``; point the
 ``anthropic`` provider (or the real CLI) at it with ``ANTHROPIC_BASE_URL``. It lives in ``tests/``:
@@ -27,13 +30,15 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 SLOW_DELTAS = 20
 SLOW_INTERVAL = 0.2
+Planner = Callable[[list[Any]], tuple[str, list[dict[str, Any]]]]
+"""Decides a reply from the request's messages: (kind, blocks), as ``plan_reply`` does."""
 _UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 
@@ -145,8 +150,10 @@ class ScriptedModelServer:
         log_path: str | Path | None = None,
         seed: str = "scripted",
         slow_interval: float = SLOW_INTERVAL,
+        planner: Planner | None = None,
     ) -> None:
         self.port = port
+        self.planner: Planner = planner or plan_reply
         self.log_path = Path(log_path) if log_path else None
         self.seed = seed
         self.slow_interval = slow_interval
@@ -372,7 +379,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"input_tokens": count_tokens(body)})
             return
         self.model.record(self.path, body)
-        kind, blocks = plan_reply(body.get("messages") or [])
+        kind, blocks = self.model.planner(body.get("messages") or [])
         if self.model.should_fail(body, kind, blocks):
             self._json(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
             return

@@ -15,14 +15,21 @@ def test_overview_uses_bundled_example_without_claude_home(tmp_path: Path) -> No
         [sys.executable, "-m", "server.cli", "overview"], capture_output=True, text=True, env=env, check=True
     )
     assert "using the bundled example" in out.stdout
-    assert "4 session(s); problems: 0 error(s), 0 warning(s)" in out.stdout
-    for sid in (
-        "11111111-1111-4111-8111-111111111111",
-        "22222222-2222-4222-8222-222222222222",
-        "d864acd2-d28b-43ce-b430-2208a10860fe",
-        "1c99f271-c426-49f7-9ae1-2b8728ab22c4",
+    assert "3 session(s); problems: 0 error(s), 0 warning(s)" in out.stdout
+    for title, sid in (
+        ("Missing cent when splitting an invoice", "5b0e8c1a-3d7f-4a92-b6e4-1c9d2f7a8e35"),
+        ("Audit money rounding before merge", "c7a41e96-0f28-4b3d-9e5a-62d8b1f4c09e"),
+        ("Tax rounding half up (branch)", None),
     ):
-        assert f"echo: ORACLE {sid}" in out.stdout
+        assert f"\n{title}\n  {sid or ''}" in out.stdout
+    assert out.stdout.count("/home/dev/ledger  ") == 3
+    assert "forked from c7a41e96-0f28-4b3d-9e5a-62d8b1f4c09e" in out.stdout
+    assert "subagent " in out.stdout and "(general-purpose)" in out.stdout
+    # the conversations as resume rebuilds them: the fix, the compaction summary, the subagent's report
+    assert "$100.00 splits as $33.34 + $33.33 + $33.33" in out.stdout
+    assert "This session is being continued from a previous conversation" in out.stdout
+    assert "[tool call Edit " in out.stdout and "[tool call Bash " in out.stdout and "[tool call Agent " in out.stdout
+    assert "ORACLE" not in out.stdout and "[scrubbed" not in out.stdout
 
 
 def test_overview_falls_back_when_the_projects_folder_holds_no_session(tmp_path: Path) -> None:
@@ -34,7 +41,7 @@ def test_overview_falls_back_when_the_projects_folder_holds_no_session(tmp_path:
         [sys.executable, "-m", "server.cli", "overview"], capture_output=True, text=True, env=env, check=True
     )
     assert "projects holds no session: using the bundled example" in out.stdout
-    assert "4 session(s)" in out.stdout
+    assert "3 session(s); problems: 0 error(s)" in out.stdout
 
 
 def test_overview_reports_problems_with_their_line(corpus_projects: Path) -> None:

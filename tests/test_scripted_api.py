@@ -177,3 +177,17 @@ def test_unknown_route_is_json_404(server: ScriptedModelServer) -> None:
 def test_port_zero_picks_free_ports() -> None:
     with ScriptedModelServer() as a, ScriptedModelServer() as b:
         assert a.port != b.port and a.base_url.startswith("http://127.0.0.1:")
+
+
+def test_a_planner_given_to_the_server_decides_the_reply() -> None:
+    seen: list[int] = []
+
+    def planner(messages: list[object]) -> tuple[str, list[dict[str, object]]]:
+        seen.append(len(messages))
+        return "normal", [{"type": "text", "text": f"planned after {len(messages)} message(s)"}]
+
+    with ScriptedModelServer(planner=planner) as srv:
+        client = anthropic.Anthropic(base_url=srv.base_url, api_key="anything", max_retries=0)
+        msg = ask(client, "READ /x/y.ts")
+    assert msg.content[0].text == "planned after 1 message(s)"  # type: ignore[union-attr]
+    assert msg.stop_reason == "end_turn" and seen == [1]

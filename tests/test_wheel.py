@@ -42,6 +42,7 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
     overview = subprocess.run([str(exe), "overview"], capture_output=True, text=True, cwd=away, env=env, timeout=120)
     assert overview.returncode == 0, overview.stderr
     assert "bundled example" in overview.stdout and str(REPO) not in overview.stdout
+    assert "3 session(s); problems: 0 error(s)" in overview.stdout  # the example ships with the wheel
     where = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import server; print(server.__file__)"],
         capture_output=True,

@@ -20,6 +20,12 @@ const TURN_PROMPT = 'hello from the e2e test';
 const CONVO_SESSION = 'c0c0c0c0-0000-4000-8000-000000000001';
 const CONVO_TITLE = 'And one more prompt.';
 const AGENT_SESSION = '22222222-2222-4222-8222-222222222222';
+const EXAMPLE = env.E2E_EXAMPLE;
+const EXAMPLE_BUG_HUNT = '5b0e8c1a-3d7f-4a92-b6e4-1c9d2f7a8e35';
+const EXAMPLE_BUG_TITLE = 'Missing cent when splitting an invoice';
+const EXAMPLE_AUDIT = 'c7a41e96-0f28-4b3d-9e5a-62d8b1f4c09e';
+const EXAMPLE_AUDIT_TITLE = 'Audit money rounding before merge';
+const EXAMPLE_FORK_TITLE = 'Tax rounding half up (branch)';
 
 const results = [];
 let page;
@@ -620,6 +626,75 @@ async function main() {
     await viewRow('named session').first().click();
     await runCommand('Claude Sessions: Copy Session ID');
     await until('the confirmation', async () => (await notificationsText()).includes(`Copied session id ${TURN_SESSION}`));
+  });
+
+  // ---- the bundled example (examples/projects): the README's screenshots -------------------------
+  if (!EXAMPLE) {
+    skip('the bundled example', 'E2E_EXAMPLE not set');
+    return;
+  }
+  await check('the bundled example lists a bug hunt and an audit, with its fork and its subagent', async () => {
+    await runCommand('Notifications: Clear All Notifications').catch(() => undefined);
+    await runCommand('View: Close All Editors');
+    await setSettings({ 'sessionLsp.projectsDir': EXAMPLE });
+    await until('the example sessions in the view', async () => {
+      const labels = (await viewRows()).map((r) => norm(r.label));
+      return labels.includes(EXAMPLE_BUG_TITLE) && labels.includes(EXAMPLE_AUDIT_TITLE) && !labels.includes('named session');
+    }, 45000);
+    const audit = viewRow(EXAMPLE_AUDIT_TITLE).first();
+    await until('the fork and the subagent under the audit', async () => {
+      if ((await audit.getAttribute('aria-expanded')) === 'false') {
+        await audit.locator('.monaco-tl-twistie').click().catch(() => undefined);
+      }
+      const rows = await viewRows();
+      return rows.some((r) => norm(r.label) === EXAMPLE_FORK_TITLE && r.level === 3) && rows.some((r) => /subagent/.test(r.label) && r.level === 3);
+    });
+    const rows = await viewRows();
+    log(`example rows: ${rows.map((r) => `${'  '.repeat(Math.max(0, r.level - 1))}${r.label} — ${r.description}`).join(' / ')}`);
+    if (rows.filter((r) => r.level === 2).length !== 2) throw new Error(`expected 2 sessions under the project: ${JSON.stringify(rows)}`);
+    if (await page.locator('.part.panel').isVisible()) {
+      await runCommand('View: Toggle Panel Visibility').catch(() => undefined);
+    }
+    await viewRow(EXAMPLE_BUG_TITLE).first().click();
+    await until('the bug hunt transcript', async () => (await page.title()).includes(EXAMPLE_BUG_HUNT));
+    await page.waitForTimeout(1000); // let the transcript's highlighting settle for the screenshot
+    await shot('example-1-sessions.png');
+  });
+
+  await check('the example bug hunt reads as one chat: the fix as a diff, the test runs, the compaction', async () => {
+    chat = await openConversationOf(EXAMPLE_BUG_TITLE, EXAMPLE_BUG_HUNT);
+    const tools = await chat.locator('details.tool > summary .tool-name').allInnerTexts();
+    if (tools.join(',') !== 'Grep,Read,Bash,Edit,Bash,Read,Edit,Bash') throw new Error(`tool calls: ${tools.join(',')}`);
+    if ((await chat.locator('.msg.compaction').count()) !== 1) throw new Error('no compaction separator');
+    const calls = chat.locator('details.tool');
+    const firstRun = calls.nth(2);
+    const fix = calls.nth(3);
+    await firstRun.locator('summary').first().click();
+    await fix.locator('summary').first().click();
+    await until('the fix to unfold', async () => (await fix.getAttribute('open')) !== null);
+    const added = await fix.locator('.dl.add .tx').allInnerTexts();
+    if (!added.some((t) => t.includes('share, rest = divmod(total_cents, parts)'))) throw new Error(`diff adds: ${added.join(' | ')}`);
+    if (!/FAILED \(failures=1\)/.test(await firstRun.innerText())) throw new Error('the first test run does not show its failure');
+    await firstRun.scrollIntoViewIfNeeded();
+    await page.waitForTimeout(300);
+    await shot('example-2-bug-hunt.png');
+    await chat.locator('.msg.compaction').first().scrollIntoViewIfNeeded();
+    await page.waitForTimeout(300);
+    await shot('example-3-compaction.png');
+  });
+
+  await check('the example audit unfolds its Agent call into the subagent conversation', async () => {
+    chat = await openConversationOf(EXAMPLE_AUDIT_TITLE, EXAMPLE_AUDIT);
+    const agent = chat.locator('details.tool', { has: chat.locator('.tool-name', { hasText: 'Agent' }) }).first();
+    await agent.locator('summary').first().click();
+    const sub = agent.locator('details.subagent');
+    await sub.locator('summary').click();
+    await until('the subagent conversation', async () => (await sub.locator('.subagent-body .msg').count()) > 0, 20000);
+    const inner = await sub.locator('.subagent-body details.tool .tool-name').allInnerTexts();
+    if (inner.join(',') !== 'Grep,Read') throw new Error(`subagent tool calls: ${inner}`);
+    await agent.scrollIntoViewIfNeeded();
+    await page.waitForTimeout(300);
+    await shot('example-4-subagent.png');
   });
 }
 

