@@ -5,12 +5,21 @@ it remembers the identity (`storage.indexdb.Identity`) and the byte offset index
 file is read on from there, a rewritten one again in full, a vanished one dropped. Only user and
 assistant rows are read; each text block, tool call and tool result becomes one searchable document
 pointing at its session, file, line and row uuid.
+
+Each batch of documents from one file takes a run of consecutive rowids, remembered in `spans`, so a
+rewritten or vanished file's documents are deleted by rowid range, not by scanning every document.
+Files are read oldest first, so higher rowids hold newer messages: a query that matches more than
+`RANK_WINDOW` documents ranks the newest `RANK_WINDOW` of them (ranking every match of a common word
+reads all its positions). Snippets are cut around the first match found by a case-blind regular
+expression (FTS5's `snippet()` tokenizes the whole document, up to `MAX_DOC` characters, for each
+hit); a hit the expression misses (a match only after folding diacritics) gets FTS5's snippet.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,15 +34,19 @@ from storage.paths import iter_project_dirs, iter_session_files, subagent_files
 from storage.reader import open_regular
 
 DB_NAME = "search.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MAX_DOC = 20_000
 """Characters of one document kept for search (a huge tool result is cut)."""
+RANK_WINDOW = 2000
+"""The most matches ranked for one query: the newest ones."""
 
 _SCHEMA = """
 CREATE TABLE files (
     path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, head_len INTEGER, head BLOB,
     offset INTEGER NOT NULL, line INTEGER NOT NULL
 );
+CREATE TABLE spans (path TEXT NOT NULL, first INTEGER NOT NULL, last INTEGER NOT NULL);
+CREATE INDEX spans_path ON spans (path);
 CREATE VIRTUAL TABLE docs USING fts5(
     text, kind UNINDEXED, session UNINDEXED, path UNINDEXED, line UNINDEXED, uuid UNINDEXED,
     tokenize = 'unicode61 remove_diacritics 2'
@@ -104,6 +117,39 @@ def _flatten(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+SNIPPET_BEFORE = 60
+SNIPPET_AFTER = 100
+"""Characters of context a snippet keeps before and after its first match."""
+
+
+def word_pattern(query: str) -> re.Pattern[str] | None:
+    """The query's tokens as the index splits them (runs of letters and digits), matched whole and
+    case-blind; the last one as a prefix."""
+    tokens = re.findall(r"\w+", query)
+    if not tokens:
+        return None
+    parts = [re.escape(t) + (r"\w*" if i == len(tokens) - 1 else r"\b") for i, t in enumerate(tokens)]
+    return re.compile(r"\b(?:" + "|".join(parts) + ")", re.IGNORECASE)
+
+
+def cut_snippet(text: str, pattern: re.Pattern[str]) -> str | None:
+    """About `SNIPPET_BEFORE` + `SNIPPET_AFTER` characters around the first match of `pattern`, each
+    match in them marked `[...]`, `…` where text was cut; None when nothing matches."""
+    first = pattern.search(text)
+    if first is None:
+        return None
+    start = max(0, first.start() - SNIPPET_BEFORE)
+    end = min(len(text), first.end() + SNIPPET_AFTER)
+    if start > 0:
+        space = text.find(" ", start, first.start())
+        start = space + 1 if space >= 0 else start
+    if end < len(text):
+        space = text.rfind(" ", first.end(), end)
+        end = space if space >= 0 else end
+    marked = pattern.sub(lambda m: f"[{m.group(0)}]", text[start:end])
+    return ("…" if start > 0 else "") + marked + ("…" if end < len(text) else "")
+
+
 def fts_query(query: str) -> str:
     """The person's words as an FTS5 query: every word must appear (prefix match on the last)."""
     words = [w for w in query.split() if w]
@@ -143,32 +189,40 @@ class SearchIndex:
     def update(self, projects_dir: Path) -> int:
         """Index what changed under `projects_dir`; the number of files read."""
         projects_dir = real_root(projects_dir)
-        seen: set[str] = set()
-        read = 0
+        stored = {
+            r[0]: r[1:]
+            for r in self.conn.execute("SELECT path, dev, ino, size, mtime_ns, head_len, head, offset, line FROM files")
+        }
+        found: list[tuple[int, Path, str, os.stat_result]] = []
         for folder in iter_project_dirs(projects_dir):
             for session_file in iter_session_files(folder):
                 for path in [session_file, *(s.path for s in subagent_files(session_file))]:
-                    seen.add(str(path))
-                    read += self._update_file(path, session_file.stem)
+                    try:
+                        st = os.stat(path)
+                    except OSError:
+                        continue
+                    found.append((st.st_mtime_ns, path, session_file.stem, st))
+        read = 0
+        for _mtime, path, session_id, st in sorted(found, key=lambda f: f[0]):  # oldest first: newer rowids
+            read += self._update_file(path, session_id, st, stored.get(str(path)))
         prefix = str(projects_dir) + os.sep
-        for (stored,) in self.conn.execute("SELECT path FROM files").fetchall():
-            if stored.startswith(prefix) and stored not in seen:
-                self._forget(stored)
+        seen = {str(f[1]) for f in found}
+        for path_text in stored:
+            if path_text.startswith(prefix) and path_text not in seen:
+                self._forget(path_text)
         self.conn.commit()
         return read
 
+    def _drop_docs(self, path: str) -> None:
+        for first, last in self.conn.execute("SELECT first, last FROM spans WHERE path = ?", (path,)).fetchall():
+            self.conn.execute("DELETE FROM docs WHERE rowid BETWEEN ? AND ?", (first, last))
+        self.conn.execute("DELETE FROM spans WHERE path = ?", (path,))
+
     def _forget(self, path: str) -> None:
-        self.conn.execute("DELETE FROM docs WHERE path = ?", (path,))
+        self._drop_docs(path)
         self.conn.execute("DELETE FROM files WHERE path = ?", (path,))
 
-    def _update_file(self, path: Path, session_id: str) -> int:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return 0
-        row = self.conn.execute(
-            "SELECT dev, ino, size, mtime_ns, head_len, head, offset, line FROM files WHERE path = ?", (str(path),)
-        ).fetchone()
+    def _update_file(self, path: Path, session_id: str, st: os.stat_result, row: tuple[Any, ...] | None) -> int:
         offset, line = 0, 0
         if row is not None:
             how = compare(Identity(*row[:6]), path, st)
@@ -177,7 +231,7 @@ class SearchIndex:
             if how in (SAME, APPENDED):
                 offset, line = row[6], row[7]
             else:
-                self.conn.execute("DELETE FROM docs WHERE path = ?", (str(path),))
+                self._drop_docs(str(path))
         try:
             offset, line = self._read(path, session_id, offset, line)
         except OSError:
@@ -212,9 +266,15 @@ class SearchIndex:
                             rows.append((text[:MAX_DOC], kind, session_id, str(path), line, uuid))
             pos = nl + 1
             line += 1
-        self.conn.executemany(
-            "INSERT INTO docs (text, kind, session, path, line, uuid) VALUES (?, ?, ?, ?, ?, ?)", rows
-        )
+        if rows:
+            first = (self.conn.execute("SELECT max(rowid) FROM docs").fetchone()[0] or 0) + 1
+            self.conn.executemany(
+                "INSERT INTO docs (rowid, text, kind, session, path, line, uuid) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(first + n, *r) for n, r in enumerate(rows)],
+            )
+            self.conn.execute(
+                "INSERT INTO spans (path, first, last) VALUES (?, ?, ?)", (str(path), first, first + len(rows) - 1)
+            )
         return offset + pos, line
 
     def search(self, query: str, limit: int = 50, projects_dir: Path | None = None) -> list[Hit]:
@@ -222,13 +282,48 @@ class SearchIndex:
         match = fts_query(query)
         if not match:
             return []
+        where = "docs MATCH :match AND rowid >= :floor"
+        args: dict[str, Any] = {"match": match, "limit": limit, "window": RANK_WINDOW - 1}
         prefix = str(real_root(projects_dir)) + os.sep if projects_dir is not None else ""
+        if prefix and self._holds_other_than(prefix):
+            where += " AND path LIKE :prefix ESCAPE '\\'"
+            args["prefix"] = _like_prefix(prefix)
+        args["floor"] = 0
+        newest = self.conn.execute(
+            f"SELECT rowid FROM docs WHERE {where} ORDER BY rowid DESC LIMIT 1 OFFSET :window", args
+        ).fetchone()
+        if newest is not None:
+            args["floor"] = newest[0]
         rows = self.conn.execute(
-            "SELECT session, path, line, uuid, kind, snippet(docs, 0, '[', ']', '…', 16) FROM docs "
-            "WHERE docs MATCH ? AND path LIKE ? ESCAPE '\\' ORDER BY rank LIMIT ?",
-            (match, _like_prefix(prefix), limit),
+            f"SELECT rowid, session, path, line, uuid, kind FROM docs WHERE {where} ORDER BY rank LIMIT :limit", args
         ).fetchall()
-        return [Hit(r[0], r[1], int(r[2]), r[3], r[4], r[5]) for r in rows]
+        return [Hit(r[1], r[2], int(r[3]), r[4], r[5], s) for r, s in zip(rows, self._snippets(query, match, rows))]
+
+    def _snippets(self, query: str, match: str, rows: list[tuple[Any, ...]]) -> list[str]:
+        texts = dict(
+            self.conn.execute(
+                f"SELECT rowid, text FROM docs WHERE rowid IN ({','.join('?' * len(rows))})", [r[0] for r in rows]
+            ).fetchall()
+        )
+        pattern = word_pattern(query)
+        out = []
+        for r in rows:
+            cut = cut_snippet(texts.get(r[0], ""), pattern) if pattern is not None else None
+            if cut is None:
+                found = self.conn.execute(
+                    "SELECT snippet(docs, 0, '[', ']', '…', 16) FROM docs WHERE docs MATCH ? AND rowid = ?",
+                    (match, r[0]),
+                ).fetchone()
+                cut = found[0] if found else ""
+            out.append(cut)
+        return out
+
+    def _holds_other_than(self, prefix: str) -> bool:
+        """Whether the index holds files outside `prefix` (then each hit's path is checked)."""
+        outside = self.conn.execute(
+            "SELECT 1 FROM files WHERE substr(path, 1, ?) != ? LIMIT 1", (len(prefix), prefix)
+        ).fetchone()
+        return outside is not None
 
 
 def _like_prefix(prefix: str) -> str:
