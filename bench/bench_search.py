@@ -1,6 +1,8 @@
 """Benchmark of full-text search (`storage.search`): building the index of a folder, catching up when
-nothing changed, and queries once indexed (p50/p95/max over a set of words, and the slowest word),
-with the index size. Prints figures; it is not a test.
+nothing changed (every file, as `session-lsp search` does; only the files a watcher saw change, as
+the language server does: a copied session appearing and going), and queries once indexed
+(p50/p95/max over a set of words, and the slowest word), with the index size. Prints figures; it is
+not a test.
 
     .venv/bin/python bench/bench_search.py [--mb 300] [--seed 1] [--dir bench/out] [--rounds 5]
 """
@@ -8,6 +10,7 @@ with the index size. Prints figures; it is not a test.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -37,6 +40,18 @@ def main() -> None:
         t0 = time.perf_counter()
         index.update(root)
         again = time.perf_counter() - t0
+        source = min(root.glob("*/*.jsonl"), key=lambda f: abs(f.stat().st_size - 2**20))  # about 1 MiB
+        copy = source.with_name("0c0c0c0c-0000-4000-8000-00000000beef.jsonl")
+        shutil.copyfile(source, copy)
+        try:
+            t0 = time.perf_counter()
+            index.update_paths(root, [copy])
+            appeared = time.perf_counter() - t0
+        finally:
+            copy.unlink()
+        t0 = time.perf_counter()
+        index.update_paths(root, [copy])
+        went = time.perf_counter() - t0
         times: list[float] = []
         by_word: dict[str, list[float]] = {q: [] for q in QUERIES}
         for _ in range(args.rounds):
@@ -53,6 +68,10 @@ def main() -> None:
     slowest = max(QUERIES, key=lambda q: statistics.median(by_word[q]))
     print(f"folder: {size / 2**20:.0f} MiB, {files} files indexed")
     print(f"first index: {build:.2f} s; catching up, nothing changed: {again * 1000:.0f} ms")
+    print(
+        f"watched catch-up: a copy of a session ({source.stat().st_size / 2**20:.1f} MiB) appearing "
+        f"{appeared * 1000:.0f} ms, going {went * 1000:.0f} ms"
+    )
     print(
         f"query (50 hits), {len(times)} queries: p50 {statistics.median(ms):.1f} ms, "
         f"p95 {p95:.1f} ms, max {ms[-1]:.1f} ms"

@@ -4,7 +4,8 @@ The search database sits beside the index database in the cache folder (0700, fi
 it remembers the identity (`storage.indexdb.Identity`) and the byte offset indexed up to: an appended
 file is read on from there, a rewritten one again in full, a vanished one dropped. Only user and
 assistant rows are read; each text block, tool call and tool result becomes one searchable document
-pointing at its session, file, line and row uuid.
+pointing at its session, file, line and row uuid. `update` looks at every file of the folder;
+`update_paths` only at the files named (a watcher that saw them change: the language server).
 
 Each batch of documents from one file takes a run of consecutive rowids, remembered in `spans`, so a
 rewritten or vanished file's documents are deleted by rowid range, not by scanning every document.
@@ -21,7 +22,8 @@ import contextlib
 import os
 import re
 import sqlite3
-from collections.abc import Iterator
+import stat
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ from storage.access import real_root
 from storage.cache import cache_dir, private_dir, private_file
 from storage.indexdb import APPENDED, SAME, Identity, compare
 from storage.jsonline import loads_line
-from storage.paths import iter_project_dirs, iter_session_files, subagent_files
+from storage.paths import AGENT_FILE_RE, UUID_RE, is_session_file, iter_project_dirs, iter_session_files, subagent_files
 from storage.reader import open_regular
 
 DB_NAME = "search.sqlite3"
@@ -213,6 +215,30 @@ class SearchIndex:
         self.conn.commit()
         return read
 
+    def update_paths(self, projects_dir: Path, paths: Iterable[Path]) -> int:
+        """Index what changed in `paths` only (a file gone is dropped); the number of files read.
+        Paths that are not transcripts `update` would index are ignored."""
+        projects_dir = real_root(projects_dir)
+        read = 0
+        for given in sorted(set(paths)):
+            path = Path(os.path.realpath(given))
+            session_id = session_of(projects_dir, path)
+            if session_id is None:
+                continue
+            row = self.conn.execute(
+                "SELECT dev, ino, size, mtime_ns, head_len, head, offset, line FROM files WHERE path = ?", (str(path),)
+            ).fetchone()
+            try:
+                st = os.stat(path)
+            except OSError:
+                if row is not None:
+                    self._forget(str(path))
+                continue
+            if stat.S_ISREG(st.st_mode):
+                read += self._update_file(path, session_id, st, row)
+        self.conn.commit()
+        return read
+
     def _drop_docs(self, path: str) -> None:
         for first, last in self.conn.execute("SELECT first, last FROM spans WHERE path = ?", (path,)).fetchall():
             self.conn.execute("DELETE FROM docs WHERE rowid BETWEEN ? AND ?", (first, last))
@@ -324,6 +350,20 @@ class SearchIndex:
             "SELECT 1 FROM files WHERE substr(path, 1, ?) != ? LIMIT 1", (len(prefix), prefix)
         ).fetchone()
         return outside is not None
+
+
+def session_of(projects_dir: Path, path: Path) -> str | None:
+    """The session of a transcript as `SearchIndex.update` finds it: `<project>/<sessionId>.jsonl`, or
+    `<project>/<sessionId>/subagents/[...]/agent-<id>.jsonl`; None for any other path."""
+    try:
+        parts = path.relative_to(projects_dir).parts
+    except ValueError:
+        return None
+    if len(parts) == 2 and is_session_file(path):
+        return path.stem
+    if len(parts) >= 4 and parts[2] == "subagents" and UUID_RE.match(parts[1]) and AGENT_FILE_RE.match(parts[-1]):
+        return parts[1]
+    return None
 
 
 def _like_prefix(prefix: str) -> str:
