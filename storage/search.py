@@ -14,6 +14,8 @@ Files are read oldest first, so higher rowids hold newer messages: a query that 
 reads all its positions). Snippets are cut around the first match found by a case-blind regular
 expression (FTS5's `snippet()` tokenizes the whole document, up to `MAX_DOC` characters, for each
 hit); a hit the expression misses (a match only after folding diacritics) gets FTS5's snippet.
+The index keeps 2-, 3- and 4-character prefixes of every token (about 0.3x the folder more), so a
+short last word, a prefix of many words (`read*`: read, reading, readme...), reads one list.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from storage.paths import AGENT_FILE_RE, UUID_RE, is_session_file, iter_project_
 from storage.reader import open_regular
 
 DB_NAME = "search.sqlite3"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MAX_DOC = 20_000
 """Characters of one document kept for search (a huge tool result is cut)."""
 RANK_WINDOW = 2000
@@ -51,7 +53,7 @@ CREATE TABLE spans (path TEXT NOT NULL, first INTEGER NOT NULL, last INTEGER NOT
 CREATE INDEX spans_path ON spans (path);
 CREATE VIRTUAL TABLE docs USING fts5(
     text, kind UNINDEXED, session UNINDEXED, path UNINDEXED, line UNINDEXED, uuid UNINDEXED,
-    tokenize = 'unicode61 remove_diacritics 2'
+    tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3 4'
 );
 """
 
@@ -308,41 +310,42 @@ class SearchIndex:
         match = fts_query(query)
         if not match:
             return []
-        where = "docs MATCH :match AND rowid >= :floor"
-        args: dict[str, Any] = {"match": match, "limit": limit, "window": RANK_WINDOW - 1}
+        where = "docs MATCH :match"
+        args: dict[str, Any] = {"match": match, "window": RANK_WINDOW}
         prefix = str(real_root(projects_dir)) + os.sep if projects_dir is not None else ""
         if prefix and self._holds_other_than(prefix):
             where += " AND path LIKE :prefix ESCAPE '\\'"
             args["prefix"] = _like_prefix(prefix)
-        args["floor"] = 0
-        newest = self.conn.execute(
-            f"SELECT rowid FROM docs WHERE {where} ORDER BY rowid DESC LIMIT 1 OFFSET :window", args
-        ).fetchone()
-        if newest is not None:
-            args["floor"] = newest[0]
-        rows = self.conn.execute(
-            f"SELECT rowid, session, path, line, uuid, kind FROM docs WHERE {where} ORDER BY rank LIMIT :limit", args
+        # one pass over the matches, newest first: their rank, then the best `limit` of them
+        window = self.conn.execute(
+            f"SELECT rowid, rank FROM docs WHERE {where} ORDER BY rowid DESC LIMIT :window", args
         ).fetchall()
-        return [Hit(r[1], r[2], int(r[3]), r[4], r[5], s) for r, s in zip(rows, self._snippets(query, match, rows))]
-
-    def _snippets(self, query: str, match: str, rows: list[tuple[Any, ...]]) -> list[str]:
-        texts = dict(
-            self.conn.execute(
-                f"SELECT rowid, text FROM docs WHERE rowid IN ({','.join('?' * len(rows))})", [r[0] for r in rows]
-            ).fetchall()
-        )
+        best = [r[0] for r in sorted(window, key=lambda r: (r[1], -r[0]))[:limit]]
+        if not best:
+            return []
+        found = {
+            r[0]: r[1:]
+            for r in self.conn.execute(
+                "SELECT rowid, session, path, line, uuid, kind, text FROM docs "
+                f"WHERE rowid IN ({','.join('?' * len(best))})",
+                best,
+            )
+        }
         pattern = word_pattern(query)
-        out = []
-        for r in rows:
-            cut = cut_snippet(texts.get(r[0], ""), pattern) if pattern is not None else None
-            if cut is None:
-                found = self.conn.execute(
-                    "SELECT snippet(docs, 0, '[', ']', '…', 16) FROM docs WHERE docs MATCH ? AND rowid = ?",
-                    (match, r[0]),
-                ).fetchone()
-                cut = found[0] if found else ""
-            out.append(cut)
-        return out
+        hits = []
+        for rowid in best:
+            session, path, line, uuid, kind, text = found[rowid]
+            hits.append(Hit(session, path, int(line), uuid, kind, self._snippet(text, pattern, match, rowid)))
+        return hits
+
+    def _snippet(self, text: str, pattern: re.Pattern[str] | None, match: str, rowid: int) -> str:
+        cut = cut_snippet(text, pattern) if pattern is not None else None
+        if cut is None:  # a match only after folding diacritics: FTS5 finds it
+            row = self.conn.execute(
+                "SELECT snippet(docs, 0, '[', ']', '…', 16) FROM docs WHERE docs MATCH ? AND rowid = ?", (match, rowid)
+            ).fetchone()
+            cut = row[0] if row else ""
+        return cut
 
     def _holds_other_than(self, prefix: str) -> bool:
         """Whether the index holds files outside `prefix` (then each hit's path is checked)."""
