@@ -192,6 +192,10 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory, scripted_model: ScriptedM
             "query_branch": "colour square",
             "branch_path": str(convo),
             "branch_line": _line_holding(convo, "What colour is this square?"),
+            "query_hidden": "Image source",
+            "hidden_line": next(
+                i for i, r in enumerate(_rows(convo)) if r and r.get("type") == "user" and r.get("isMeta")
+            ),
         },
         "paging": {"session": BIG},
         "lsp_log_level": "WARN",
@@ -438,6 +442,18 @@ def test_search_hit_on_a_rewound_branch_opens_that_branch(nvim_run: dict[str, An
     assert rec["cursor"] == info["atLine"] and rec["cursor_text"][1] == "What colour is this square?"
     assert rec["cursor"] in rec["highlighted"]
     assert CONVO_PROMPT not in rec["lines"]  # the branch shown is the rewound one
+
+
+def test_search_hit_on_a_hidden_row_shows_the_hidden_items(nvim_run: dict[str, Any]) -> None:
+    rec = _step(nvim_run, "search_hidden_hit")
+    rows = _rows(Path(nvim_run["config"]["conversation"]["path"]))
+    row = rows[nvim_run["config"]["search"]["hidden_line"]]
+    assert row["isMeta"] is True
+    info = rec["info"]
+    # the meta row the CLI wrote for the image is hidden by default: the buffer shows hidden items
+    assert info["atId"] == row["uuid"] and info["show_hidden"] is True
+    assert rec["cursor"] == info["atLine"] and rec["cursor_text"][0].startswith("## You [hidden] · ")
+    assert rec["cursor_text"][1].startswith("[Image: source: ")
 
 
 def test_a_large_session_opens_at_its_end_and_pages_back(nvim_run: dict[str, Any]) -> None:

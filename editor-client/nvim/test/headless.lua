@@ -467,6 +467,9 @@ function H.run()
     step('search_branch_hit', function(rec)
       open_hit(rec, cfg.search.query_branch, cfg.search.branch_path, cfg.search.branch_line)
     end)
+    step('search_hidden_hit', function(rec)
+      open_hit(rec, cfg.search.query_hidden, cfg.search.branch_path, cfg.search.hidden_line)
+    end)
   end
 
   -- a large session: the last page first, E loads the pages before it

@@ -96,12 +96,18 @@ export class ConversationPanel implements vscode.Disposable {
   async openAt(line: number): Promise<void> {
     const run = async () => {
       try {
-        const res = await this.server.request<ConversationResult>(Methods.conversation, {
-          path: this.path,
-          apiForm: this.showHidden,
-          limit: PAGE,
-          atLine: line,
-        });
+        const ask = () =>
+          this.server.request<ConversationResult>(Methods.conversation, {
+            path: this.path,
+            apiForm: this.showHidden,
+            limit: PAGE,
+            atLine: line,
+          });
+        let res = await ask();
+        if (!this.showHidden && res.items.some((i) => i.id === res.atId && i.hidden)) {
+          this.showHidden = true; // the message found is one a person does not see by default
+          res = await ask();
+        }
         this.leafUuid = res.atBranch ? (res.leafUuid ?? undefined) : undefined;
         this.sessionId = res.sessionId;
         this.items = res.items;

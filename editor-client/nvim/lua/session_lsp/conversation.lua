@@ -293,6 +293,11 @@ function C.refresh(buf, callback)
     view.target.at_line = nil
     if opening_at then
       view.at_id, view.move_to_at = val(result.atId), true
+      for _, item in ipairs(val(result.items) or {}) do
+        if item.id == view.at_id and val(item.hidden) then
+          view.show_hidden = true -- the message found is one a person does not see by default
+        end
+      end
       if val(result.atBranch) then
         view.leaf = val(result.leafUuid) -- the branch holding the message: keep showing it
       end
