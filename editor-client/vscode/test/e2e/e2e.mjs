@@ -568,6 +568,18 @@ async function main() {
     if (!inView) throw new Error('the highlighted message is not in view');
   });
 
+  await check('a full-text hit in Search Sessions (a tool call) opens the conversation at it, the call unfolded', async () => {
+    await runCommand('Claude Sessions: Search Sessions');
+    await page.locator('.quick-input-widget input').fill('sub task audit');
+    const hit = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'tool: Agent sub task READ' }).first();
+    await hit.waitFor({ state: 'visible', timeout: 20000 });
+    await hit.click();
+    const { frame, text, inView } = await conversationAt(/Agent\s*sub task/);
+    if (!inView) throw new Error('the highlighted call is not in view');
+    if ((await frame.locator('.msg.at details.tool[open]').count()) !== 1) throw new Error('the call found is not unfolded');
+    log(`full-text hit opened the conversation at: ${text.slice(0, 80)}`);
+  });
+
   await check('a full-text hit in Go to Symbol in Workspace opens the conversation at it, on its branch', async () => {
     await runCommand('View: Close All Editors');
     await runCommand('Go to Symbol in Workspace...');
