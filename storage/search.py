@@ -11,7 +11,7 @@ Each batch of documents from one file takes a run of consecutive rowids, remembe
 rewritten or vanished file's documents are deleted by rowid range, not by scanning every document.
 Files are read oldest first, so higher rowids hold newer messages: a query that matches more than
 `RANK_WINDOW` documents ranks the newest `RANK_WINDOW` of them (ranking every match of a common word
-reads all its positions). Snippets are cut around the first match found by a case-blind regular
+reads all its positions). Snippets (`storage.snippet`) are cut around the first match found by a case-blind regular
 expression (FTS5's `snippet()` tokenizes the whole document, up to `MAX_DOC` characters, for each
 hit); a hit the expression misses (a match only after folding diacritics) gets FTS5's snippet.
 The index keeps 2-, 3- and 4-character prefixes of every token (about 0.3x the folder more), so a
@@ -36,6 +36,7 @@ from storage.indexdb import APPENDED, SAME, Identity, compare
 from storage.jsonline import loads_line
 from storage.paths import AGENT_FILE_RE, UUID_RE, is_session_file, iter_project_dirs, iter_session_files, subagent_files
 from storage.reader import open_regular
+from storage.snippet import cut_snippet, word_pattern
 
 DB_NAME = "search.sqlite3"
 SCHEMA_VERSION = 3
@@ -119,39 +120,6 @@ def _flatten(value: Any) -> str:
     if isinstance(value, list):
         return " ".join(_flatten(v) for v in value)
     return "" if value is None else str(value)
-
-
-SNIPPET_BEFORE = 60
-SNIPPET_AFTER = 100
-"""Characters of context a snippet keeps before and after its first match."""
-
-
-def word_pattern(query: str) -> re.Pattern[str] | None:
-    """The query's tokens as the index splits them (runs of letters and digits), matched whole and
-    case-blind; the last one as a prefix."""
-    tokens = re.findall(r"\w+", query)
-    if not tokens:
-        return None
-    parts = [re.escape(t) + (r"\w*" if i == len(tokens) - 1 else r"\b") for i, t in enumerate(tokens)]
-    return re.compile(r"\b(?:" + "|".join(parts) + ")", re.IGNORECASE)
-
-
-def cut_snippet(text: str, pattern: re.Pattern[str]) -> str | None:
-    """About `SNIPPET_BEFORE` + `SNIPPET_AFTER` characters around the first match of `pattern`, each
-    match in them marked `[...]`, `…` where text was cut; None when nothing matches."""
-    first = pattern.search(text)
-    if first is None:
-        return None
-    start = max(0, first.start() - SNIPPET_BEFORE)
-    end = min(len(text), first.end() + SNIPPET_AFTER)
-    if start > 0:
-        space = text.find(" ", start, first.start())
-        start = space + 1 if space >= 0 else start
-    if end < len(text):
-        space = text.rfind(" ", first.end(), end)
-        end = space if space >= 0 else end
-    marked = pattern.sub(lambda m: f"[{m.group(0)}]", text[start:end])
-    return ("…" if start > 0 else "") + marked + ("…" if end < len(text) else "")
 
 
 def fts_query(query: str) -> str:
