@@ -263,7 +263,8 @@ class SearchIndex:
             pos = nl + 1
             line += 1
         if rows:
-            first = (self.conn.execute("SELECT max(rowid) FROM docs").fetchone()[0] or 0) + 1
+            newest = self.conn.execute("SELECT rowid FROM docs ORDER BY rowid DESC LIMIT 1").fetchone()
+            first = (newest[0] if newest else 0) + 1
             self.conn.executemany(
                 "INSERT INTO docs (rowid, text, kind, session, path, line, uuid) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(first + n, *r) for n, r in enumerate(rows)],
