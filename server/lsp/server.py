@@ -284,10 +284,15 @@ class SessionServer(LanguageServer):
         search = self.search_index()
         with self._lock:
             changed, self.search_changed = self.search_changed, set() if self.watcher is not None else None
-        if changed is None:
-            search.update(self.projects_dir)
-        else:
-            search.update_paths(self.projects_dir, changed)
+        try:
+            if changed is None:
+                search.update(self.projects_dir)
+            else:
+                search.update_paths(self.projects_dir, changed)
+        except BaseException:
+            with self._lock:
+                self.search_changed = None  # what was not read is looked at again next time
+            raise
         return search
 
     def under_projects(self, path: Path) -> bool:
