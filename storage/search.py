@@ -4,15 +4,28 @@ The search database sits beside the index database in the cache folder (0700, fi
 it remembers the identity (`storage.indexdb.Identity`) and the byte offset indexed up to: an appended
 file is read on from there, a rewritten one again in full, a vanished one dropped. Only user and
 assistant rows are read; each text block, tool call and tool result becomes one searchable document
-pointing at its session, file, line and row uuid.
+pointing at its session, file, line and row uuid. `update` looks at every file of the folder;
+`update_paths` only at the files named (a watcher that saw them change: the language server).
+
+Each batch of documents from one file takes a run of consecutive rowids, remembered in `spans`, so a
+rewritten or vanished file's documents are deleted by rowid range, not by scanning every document.
+Files are read oldest first, so higher rowids hold newer messages: a query that matches more than
+`RANK_WINDOW` documents ranks the newest `RANK_WINDOW` of them (ranking every match of a common word
+reads all its positions). Snippets (`storage.snippet`) are cut around the first match found by a case-blind regular
+expression (FTS5's `snippet()` tokenizes the whole document, up to `MAX_DOC` characters, for each
+hit); a hit the expression misses (a match only after folding diacritics) gets FTS5's snippet.
+The index keeps 2-, 3- and 4-character prefixes of every token (about 0.3x the folder more), so a
+short last word, a prefix of many words (`read*`: read, reading, readme...), reads one list.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
-from collections.abc import Iterator
+import stat
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,22 +34,27 @@ from storage.access import real_root
 from storage.cache import cache_dir, private_dir, private_file
 from storage.indexdb import APPENDED, SAME, Identity, compare
 from storage.jsonline import loads_line
-from storage.paths import iter_project_dirs, iter_session_files, subagent_files
+from storage.paths import AGENT_FILE_RE, UUID_RE, is_session_file, iter_project_dirs, iter_session_files, subagent_files
 from storage.reader import open_regular
+from storage.snippet import cut_snippet, word_pattern
 
 DB_NAME = "search.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 MAX_DOC = 20_000
 """Characters of one document kept for search (a huge tool result is cut)."""
+RANK_WINDOW = 2000
+"""The most matches ranked for one query: the newest ones."""
 
 _SCHEMA = """
 CREATE TABLE files (
     path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, head_len INTEGER, head BLOB,
     offset INTEGER NOT NULL, line INTEGER NOT NULL
 );
+CREATE TABLE spans (path TEXT NOT NULL, first INTEGER NOT NULL, last INTEGER NOT NULL);
+CREATE INDEX spans_path ON spans (path);
 CREATE VIRTUAL TABLE docs USING fts5(
     text, kind UNINDEXED, session UNINDEXED, path UNINDEXED, line UNINDEXED, uuid UNINDEXED,
-    tokenize = 'unicode61 remove_diacritics 2'
+    tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3 4'
 );
 """
 
@@ -143,32 +161,64 @@ class SearchIndex:
     def update(self, projects_dir: Path) -> int:
         """Index what changed under `projects_dir`; the number of files read."""
         projects_dir = real_root(projects_dir)
-        seen: set[str] = set()
-        read = 0
+        stored = {
+            r[0]: r[1:]
+            for r in self.conn.execute("SELECT path, dev, ino, size, mtime_ns, head_len, head, offset, line FROM files")
+        }
+        found: list[tuple[int, Path, str, os.stat_result]] = []
         for folder in iter_project_dirs(projects_dir):
             for session_file in iter_session_files(folder):
                 for path in [session_file, *(s.path for s in subagent_files(session_file))]:
-                    seen.add(str(path))
-                    read += self._update_file(path, session_file.stem)
+                    try:
+                        st = os.stat(path)
+                    except OSError:
+                        continue
+                    found.append((st.st_mtime_ns, path, session_file.stem, st))
+        read = 0
+        for _mtime, path, session_id, st in sorted(found, key=lambda f: f[0]):  # oldest first: newer rowids
+            read += self._update_file(path, session_id, st, stored.get(str(path)))
         prefix = str(projects_dir) + os.sep
-        for (stored,) in self.conn.execute("SELECT path FROM files").fetchall():
-            if stored.startswith(prefix) and stored not in seen:
-                self._forget(stored)
+        seen = {str(f[1]) for f in found}
+        for path_text in stored:
+            if path_text.startswith(prefix) and path_text not in seen:
+                self._forget(path_text)
         self.conn.commit()
         return read
 
+    def update_paths(self, projects_dir: Path, paths: Iterable[Path]) -> int:
+        """Index what changed in `paths` only (a file gone is dropped); the number of files read.
+        Paths that are not transcripts `update` would index are ignored."""
+        projects_dir = real_root(projects_dir)
+        read = 0
+        for given in sorted(set(paths)):
+            path = Path(os.path.realpath(given))
+            session_id = session_of(projects_dir, path)
+            if session_id is None:
+                continue
+            row = self.conn.execute(
+                "SELECT dev, ino, size, mtime_ns, head_len, head, offset, line FROM files WHERE path = ?", (str(path),)
+            ).fetchone()
+            try:
+                st = os.stat(path)
+            except OSError:
+                if row is not None:
+                    self._forget(str(path))
+                continue
+            if stat.S_ISREG(st.st_mode):
+                read += self._update_file(path, session_id, st, row)
+        self.conn.commit()
+        return read
+
+    def _drop_docs(self, path: str) -> None:
+        for first, last in self.conn.execute("SELECT first, last FROM spans WHERE path = ?", (path,)).fetchall():
+            self.conn.execute("DELETE FROM docs WHERE rowid BETWEEN ? AND ?", (first, last))
+        self.conn.execute("DELETE FROM spans WHERE path = ?", (path,))
+
     def _forget(self, path: str) -> None:
-        self.conn.execute("DELETE FROM docs WHERE path = ?", (path,))
+        self._drop_docs(path)
         self.conn.execute("DELETE FROM files WHERE path = ?", (path,))
 
-    def _update_file(self, path: Path, session_id: str) -> int:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return 0
-        row = self.conn.execute(
-            "SELECT dev, ino, size, mtime_ns, head_len, head, offset, line FROM files WHERE path = ?", (str(path),)
-        ).fetchone()
+    def _update_file(self, path: Path, session_id: str, st: os.stat_result, row: tuple[Any, ...] | None) -> int:
         offset, line = 0, 0
         if row is not None:
             how = compare(Identity(*row[:6]), path, st)
@@ -177,7 +227,7 @@ class SearchIndex:
             if how in (SAME, APPENDED):
                 offset, line = row[6], row[7]
             else:
-                self.conn.execute("DELETE FROM docs WHERE path = ?", (str(path),))
+                self._drop_docs(str(path))
         try:
             offset, line = self._read(path, session_id, offset, line)
         except OSError:
@@ -212,9 +262,16 @@ class SearchIndex:
                             rows.append((text[:MAX_DOC], kind, session_id, str(path), line, uuid))
             pos = nl + 1
             line += 1
-        self.conn.executemany(
-            "INSERT INTO docs (text, kind, session, path, line, uuid) VALUES (?, ?, ?, ?, ?, ?)", rows
-        )
+        if rows:
+            newest = self.conn.execute("SELECT rowid FROM docs ORDER BY rowid DESC LIMIT 1").fetchone()
+            first = (newest[0] if newest else 0) + 1
+            self.conn.executemany(
+                "INSERT INTO docs (rowid, text, kind, session, path, line, uuid) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(first + n, *r) for n, r in enumerate(rows)],
+            )
+            self.conn.execute(
+                "INSERT INTO spans (path, first, last) VALUES (?, ?, ?)", (str(path), first, first + len(rows) - 1)
+            )
         return offset + pos, line
 
     def search(self, query: str, limit: int = 50, projects_dir: Path | None = None) -> list[Hit]:
@@ -222,13 +279,63 @@ class SearchIndex:
         match = fts_query(query)
         if not match:
             return []
+        where = "docs MATCH :match"
+        args: dict[str, Any] = {"match": match, "window": RANK_WINDOW}
         prefix = str(real_root(projects_dir)) + os.sep if projects_dir is not None else ""
-        rows = self.conn.execute(
-            "SELECT session, path, line, uuid, kind, snippet(docs, 0, '[', ']', '…', 16) FROM docs "
-            "WHERE docs MATCH ? AND path LIKE ? ESCAPE '\\' ORDER BY rank LIMIT ?",
-            (match, _like_prefix(prefix), limit),
+        if prefix and self._holds_other_than(prefix):
+            where += " AND path LIKE :prefix ESCAPE '\\'"
+            args["prefix"] = _like_prefix(prefix)
+        # one pass over the matches, newest first: their rank, then the best `limit` of them
+        window = self.conn.execute(
+            f"SELECT rowid, rank FROM docs WHERE {where} ORDER BY rowid DESC LIMIT :window", args
         ).fetchall()
-        return [Hit(r[0], r[1], int(r[2]), r[3], r[4], r[5]) for r in rows]
+        best = [r[0] for r in sorted(window, key=lambda r: (r[1], -r[0]))[:limit]]
+        if not best:
+            return []
+        found = {
+            r[0]: r[1:]
+            for r in self.conn.execute(
+                "SELECT rowid, session, path, line, uuid, kind, text FROM docs "
+                f"WHERE rowid IN ({','.join('?' * len(best))})",
+                best,
+            )
+        }
+        pattern = word_pattern(query)
+        hits = []
+        for rowid in best:
+            session, path, line, uuid, kind, text = found[rowid]
+            hits.append(Hit(session, path, int(line), uuid, kind, self._snippet(text, pattern, match, rowid)))
+        return hits
+
+    def _snippet(self, text: str, pattern: re.Pattern[str] | None, match: str, rowid: int) -> str:
+        cut = cut_snippet(text, pattern) if pattern is not None else None
+        if cut is None:  # a match only after folding diacritics: FTS5 finds it
+            row = self.conn.execute(
+                "SELECT snippet(docs, 0, '[', ']', '…', 16) FROM docs WHERE docs MATCH ? AND rowid = ?", (match, rowid)
+            ).fetchone()
+            cut = row[0] if row else ""
+        return cut
+
+    def _holds_other_than(self, prefix: str) -> bool:
+        """Whether the index holds files outside `prefix` (then each hit's path is checked)."""
+        outside = self.conn.execute(
+            "SELECT 1 FROM files WHERE substr(path, 1, ?) != ? LIMIT 1", (len(prefix), prefix)
+        ).fetchone()
+        return outside is not None
+
+
+def session_of(projects_dir: Path, path: Path) -> str | None:
+    """The session of a transcript as `SearchIndex.update` finds it: `<project>/<sessionId>.jsonl`, or
+    `<project>/<sessionId>/subagents/[...]/agent-<id>.jsonl`; None for any other path."""
+    try:
+        parts = path.relative_to(projects_dir).parts
+    except ValueError:
+        return None
+    if len(parts) == 2 and is_session_file(path):
+        return path.stem
+    if len(parts) >= 4 and parts[2] == "subagents" and UUID_RE.match(parts[1]) and AGENT_FILE_RE.match(parts[-1]):
+        return parts[1]
+    return None
 
 
 def _like_prefix(prefix: str) -> str:

@@ -168,6 +168,57 @@ async def test_paging_newest_last(client: LanguageClient) -> None:
 
 
 @pytest.mark.asyncio
+async def test_opening_at_a_row_reaches_back_to_its_item(client: LanguageClient, projects: Path) -> None:
+    path = projects / CONVO_DIR / f"{CONVO}.jsonl"
+    file_rows = rows(path)
+    full = (await conversation(client, sessionId=CONVO))["items"]
+    prompt = next(i for i in full if i["kind"] == "user" and i.get("text", "").startswith("EDIT "))
+    at = full.index(prompt)
+    assert 6 < at < len(full) - 3  # neither on a 3-item page at the end nor among the first items
+    # by uuid: the page of 3 grows back to the prompt, with 6 items before it
+    out = await conversation(client, sessionId=CONVO, limit=3, atUuid=prompt["uuid"])
+    assert out["atId"] == prompt["id"] and out["atBranch"] is False
+    ids = [i["id"] for i in out["items"]]
+    assert ids == [i["id"] for i in full[at - 6 :]]
+    assert out["hasMore"] is True
+    # the page before it goes on where it starts
+    earlier = await conversation(client, sessionId=CONVO, limit=500, before=ids[0])
+    assert [i["id"] for i in earlier["items"]] == [i["id"] for i in full[: at - 6]]
+    # by line: the same item
+    by_line = await conversation(client, sessionId=CONVO, limit=3, atLine=prompt["line"])
+    assert by_line["atId"] == prompt["id"]
+    # a row that holds a tool result shows inside its call's item
+    read = next(i for i in full if i["kind"] == "tool" and i["name"] == "Read")
+    assert file_rows[read["result"]["line"]]["uuid"] == read["result"]["uuid"]
+    res = await conversation(client, sessionId=CONVO, limit=1, atLine=read["result"]["line"])
+    assert res["atId"] == read["id"] and read["id"] in [i["id"] for i in res["items"]]
+    # a row at the end: the last page with 6 items of context before it
+    last = await conversation(client, sessionId=CONVO, limit=3, atUuid=full[-1]["uuid"])
+    assert [i["id"] for i in last["items"]] == [i["id"] for i in full[-7:]] and last["atId"] == full[-1]["id"]
+
+
+@pytest.mark.asyncio
+async def test_opening_at_a_row_of_another_branch_shows_that_branch(client: LanguageClient, projects: Path) -> None:
+    path = projects / CONVO_DIR / f"{CONVO}.jsonl"
+    file_rows = rows(path)
+    default = await conversation(client, sessionId=CONVO)
+    shown = {i["uuid"] for i in default["items"]}
+    square = next(
+        (n, r)
+        for n, r in enumerate(file_rows)
+        if r.get("type") == "user" and "What colour is this square?" in json.dumps(r["message"]["content"])
+    )
+    assert square[1]["uuid"] not in shown  # on the rewound branch
+    out = await conversation(client, sessionId=CONVO, atLine=square[0])
+    assert out["atBranch"] is True and out["leafUuid"] != default["leafUuid"]
+    item = next(i for i in out["items"] if i["id"] == out["atId"])
+    assert item["uuid"] == square[1]["uuid"] and item["text"] == "What colour is this square?"
+    # the branch named by the answer pages on as any branch
+    again = await conversation(client, sessionId=CONVO, leafUuid=out["leafUuid"])
+    assert [i["id"] for i in again["items"]] == [i["id"] for i in out["items"]]
+
+
+@pytest.mark.asyncio
 async def test_compaction_subagent_and_api_form(client: LanguageClient, projects: Path) -> None:
     out = await conversation(client, sessionId=AGENT_SESSION, apiForm=True)
     items = out["items"]
@@ -196,6 +247,11 @@ async def test_bad_parameters(client: LanguageClient) -> None:
         {"sessionId": CONVO, "before": "nope"},
         {"sessionId": CONVO, "limit": 0},
         {"sessionId": CONVO, "limit": "10"},
+        {"sessionId": CONVO, "atUuid": "00000000-0000-4000-8000-000000000000"},
+        {"sessionId": CONVO, "atLine": -1},
+        {"sessionId": CONVO, "atLine": 100000},
+        {"sessionId": CONVO, "atLine": "3"},
+        {"sessionId": CONVO, "atLine": 3, "before": "x"},
         {"sessionId": "not-a-session"},
         {},
     ):

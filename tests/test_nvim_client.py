@@ -31,6 +31,11 @@ CONVO = "c0c0c0c0-0000-4000-8000-000000000001"
 CONVO_CORPUS = REPO / "tests" / "corpus" / "convo" / "projects"
 CONVO_PROMPT = "Another way, please."
 GARBAGE_LINE = 20  # 0-based line of the garbage in the damaged copy
+BIG = "b1b1b1b1-0000-4000-8000-000000000001"
+BIG_DIR = "-tmp-big-work"
+BIG_PAIRS = 300  # prompts, each with a reply: 600 messages, three pages of 200 and one more
+BIG_MARKED = 40  # the prompt that holds the word searched for
+BIG_WORD = "marmalade"
 TIMEOUT_MS = 60_000
 RUN_TIMEOUT_S = 600
 
@@ -72,7 +77,39 @@ def _make_projects(tmp: Path) -> Path:
     lines = (dest / SHOP / f"{S1}.jsonl").read_bytes().split(b"\n")
     lines.insert(GARBAGE_LINE, b'{"type": "user", garbage')
     (dest / SHOP / f"{DAMAGED}.jsonl").write_bytes(b"\n".join(lines))
+    _write_big_session(dest)
     return dest
+
+
+def _write_big_session(projects: Path) -> Path:
+    """A session of BIG_PAIRS prompts and replies in the shape the CLI writes them."""
+    folder = projects / BIG_DIR
+    folder.mkdir(mode=0o700)
+    path = folder / f"{BIG}.jsonl"
+    rows: list[dict[str, Any]] = []
+    parent = None
+    for n in range(BIG_PAIRS):
+        common = {"isSidechain": False, "sessionId": BIG, "cwd": "/tmp/big/work", "version": "2.1.328"}
+        stamp = f"2026-01-02T03:{n // 60:02d}:{n % 60:02d}.000Z"
+        prompt = f"paging prompt {n}" + (f" about {BIG_WORD}" if n == BIG_MARKED else "")
+        user = {"parentUuid": parent, "type": "user", "uuid": f"b1b1b1b1-0000-4000-8001-{n:012d}", "timestamp": stamp}
+        user["message"] = {"role": "user", "content": prompt}
+        reply = {"parentUuid": user["uuid"], "type": "assistant", "uuid": f"b1b1b1b1-0000-4000-8002-{n:012d}"}
+        reply["timestamp"] = stamp
+        reply["message"] = {
+            "id": f"msg_{n:08d}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",  # a model resumed without the effort carrier: one item per row
+            "content": [{"type": "text", "text": f"reply {n}"}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 10, "output_tokens": 2},
+        }
+        rows += [{**user, **common}, {**reply, **common}]
+        parent = reply["uuid"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path.chmod(0o600)
+    return path
 
 
 def _hover_target(path: Path, after: int = 0) -> dict[str, Any]:
@@ -80,6 +117,14 @@ def _hover_target(path: Path, after: int = 0) -> dict[str, Any]:
         if i > after and row and row.get("uuid") and row.get("parentUuid") and row.get("type") in ("user", "assistant"):
             return {"path": str(path), "line": i, "uuid": row["uuid"], "type": row["type"], "parent": row["parentUuid"]}
     raise AssertionError(f"no message row after line {after} in {path}")
+
+
+def _line_holding(path: Path, text: str) -> int:
+    """The 0-based line of the user row whose message holds `text`."""
+    for i, row in enumerate(_rows(path)):
+        if row and row.get("type") == "user" and text in json.dumps(row["message"]["content"]):
+            return i
+    raise AssertionError(f"no user row holds {text!r} in {path}")
 
 
 def _definition_target(path: Path) -> dict[str, Any]:
@@ -111,6 +156,7 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory, scripted_model: ScriptedM
     outside.parent.mkdir()
     outside.write_text('{"hello": "world"}\n')
     damaged = projects / SHOP / f"{DAMAGED}.jsonl"
+    convo = next(projects.glob(f"*/{CONVO}.jsonl"))
     s1 = projects / SHOP / f"{S1}.jsonl"
     s2 = projects / SHOP / f"{S2}.jsonl"
     expected_ids = sorted(p.stem for p in projects.glob("*/*.jsonl"))
@@ -139,6 +185,19 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory, scripted_model: ScriptedM
         "turn": {"path": str(s2), "prompt": "Say hello from Neovim."},
         "permission": {"path": str(s1), "prompt": "BASH touch should-not-exist", "answer": "deny"},
         "conversation": {"path": str(next(projects.glob(f"*/{CONVO}.jsonl"))), "prompt": CONVO_PROMPT},
+        "search": {
+            "query_big": BIG_WORD,
+            "big_path": str(projects / BIG_DIR / f"{BIG}.jsonl"),
+            "big_line": 2 * BIG_MARKED,
+            "query_branch": "colour square",
+            "branch_path": str(convo),
+            "branch_line": _line_holding(convo, "What colour is this square?"),
+            "query_hidden": "Image source",
+            "hidden_line": next(
+                i for i, r in enumerate(_rows(convo)) if r and r.get("type") == "user" and r.get("isMeta")
+            ),
+        },
+        "paging": {"session": BIG},
         "lsp_log_level": "WARN",
     }
     cfg_path = tmp / "config.json"
@@ -349,6 +408,66 @@ def test_conversation_buffer_folds_hidden_items_and_jumps(nvim_run: dict[str, An
     assert rec["back_in"] and rec["branch_info"]["leafUuid"] == other_leaf
     assert "▸ Thinking" in rec["branch_lines"] and "[image image/png]" in rec["branch_lines"]
     assert CONVO_PROMPT not in rec["branch_lines"]
+
+
+def test_search_hit_opens_the_conversation_at_that_message(nvim_run: dict[str, Any]) -> None:
+    rec = _step(nvim_run, "search_hit")
+    assert rec["hits"] >= 1 and rec["in_quickfix"] is True and rec["index"] is not None
+    info = rec["info"]
+    # the page reaches back from the end to prompt 40 (of 300) and six items more, not to the start
+    assert info["hasMore"] is True and info["atId"] == f"b1b1b1b1-0000-4000-8001-{BIG_MARKED:012d}"
+    assert info["items"] == 2 * (BIG_PAIRS - BIG_MARKED) + 6
+    # the cursor is on that message, at the top of the window, and its two lines are highlighted
+    assert rec["cursor"] == info["atLine"] == rec["top"]
+    assert (
+        rec["cursor_text"][0].startswith("## You · ")
+        and rec["cursor_text"][1] == f"paging prompt {BIG_MARKED} about {BIG_WORD}"
+    )
+    assert rec["highlighted"] == [rec["cursor"], rec["cursor"] + 1]
+    assert "paging prompt 37" in rec["lines"] and "paging prompt 36" not in rec["lines"]
+
+
+def test_search_hit_on_a_rewound_branch_opens_that_branch(nvim_run: dict[str, Any]) -> None:
+    rec = _step(nvim_run, "search_branch_hit")
+    rows = _rows(Path(nvim_run["config"]["conversation"]["path"]))
+    line = nvim_run["config"]["search"]["branch_line"]
+    info = rec["info"]
+    assert info["atId"] == rows[line]["uuid"]
+    other_leaf = next(
+        r["uuid"]
+        for r in rows
+        if r and r.get("type") == "assistant" and "[Image" in json.dumps(r["message"]["content"])
+    )
+    assert info["leafUuid"] == other_leaf
+    assert rec["cursor"] == info["atLine"] and rec["cursor_text"][1] == "What colour is this square?"
+    assert rec["cursor"] in rec["highlighted"]
+    assert CONVO_PROMPT not in rec["lines"]  # the branch shown is the rewound one
+
+
+def test_search_hit_on_a_hidden_row_shows_the_hidden_items(nvim_run: dict[str, Any]) -> None:
+    rec = _step(nvim_run, "search_hidden_hit")
+    rows = _rows(Path(nvim_run["config"]["conversation"]["path"]))
+    row = rows[nvim_run["config"]["search"]["hidden_line"]]
+    assert row["isMeta"] is True
+    info = rec["info"]
+    # the meta row the CLI wrote for the image is hidden by default: the buffer shows hidden items
+    assert info["atId"] == row["uuid"] and info["show_hidden"] is True
+    assert rec["cursor"] == info["atLine"] and rec["cursor_text"][0].startswith("## You [hidden] · ")
+    assert rec["cursor_text"][1].startswith("[Image: source: ")
+
+
+def test_a_large_session_opens_at_its_end_and_pages_back(nvim_run: dict[str, Any]) -> None:
+    rec = _step(nvim_run, "paging")
+    pages = rec["pages"]
+    # 600 messages: 200 at first (the last 100 prompts), then 400, 600: all loaded, nothing more
+    assert [p["info"]["items"] for p in pages] == [200, 400, 600]
+    assert [p["info"]["hasMore"] for p in pages] == [True, True, False]
+    assert [p["first_prompt"] for p in pages] == ["paging prompt 200", "paging prompt 100", "paging prompt 0"]
+    assert all(p["last_line"] == f"reply {BIG_PAIRS - 1}" for p in pages)
+    assert pages[0]["more_line"].startswith("(earlier items not loaded") and not pages[-1]["more_line"].startswith("(")
+    # the cursor stays on the prompt it was on while pages load before it
+    assert rec["cursor_before"] == f"paging prompt {BIG_PAIRS - 1}"
+    assert [p["cursor_text"] for p in pages[1:]] == [rec["cursor_before"]] * 2
 
 
 STUB_SERVER = """

@@ -3,6 +3,7 @@ and `workspace/symbol` over the real server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -13,6 +14,8 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from lspserver import SERVER, open_session
 from pytest_lsp import LanguageClient
+
+from storage.search import SearchIndex
 
 S1 = "11111111-1111-4111-8111-111111111111"
 SHOP = "-Users-me-shop"
@@ -106,3 +109,74 @@ async def test_workspace_symbol_finds_messages_and_titles(client: LanguageClient
     assert all("login" in lines[s.location.range.start.line] for s in located)
     titled = await client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="named session"))
     assert any(s.name == "named session" and s.kind == lsp.SymbolKind.File for s in titled)
+
+
+def _append_prompt(path: Path, uuid: str, text: str) -> None:
+    row = {"parentUuid": None, "type": "user", "uuid": uuid, "sessionId": path.stem}
+    row["message"] = {"role": "user", "content": text}
+    with open(path, "a") as fh:
+        fh.write(json.dumps(row) + "\n")
+
+
+def test_update_paths_reads_only_the_files_named(corpus_projects: Path, tmp_path: Path) -> None:
+    s1 = corpus_projects / SHOP / f"{S1}.jsonl"
+    other = next(p for p in corpus_projects.glob("*/*.jsonl") if p.stem != S1)
+    sub = next(corpus_projects.glob("*/*/subagents/agent-*.jsonl"))
+    index = SearchIndex.open(tmp_path / "cache")
+    assert index.update(corpus_projects) >= 3
+    _append_prompt(s1, "aaaaaaaa-0000-4000-8000-000000000001", "where is quokkafoo?")
+    _append_prompt(other, "aaaaaaaa-0000-4000-8000-000000000002", "and quokkafoo here")
+    _append_prompt(sub, "aaaaaaaa-0000-4000-8000-000000000003", "a subagent quokkafoo")
+    # only the session file and the subagent file named are read; a path outside the folder is ignored
+    assert index.update_paths(corpus_projects, [s1, sub, tmp_path / "elsewhere.jsonl"]) == 2
+    found = index.search("quokkafoo", projects_dir=corpus_projects)
+    assert sorted((Path(h.path).name, h.session_id) for h in found) == sorted(
+        [(s1.name, S1), (sub.name, sub.parent.parent.name)]
+    )
+    # a file named that is gone is dropped
+    s1.unlink()
+    assert index.update_paths(corpus_projects, [s1]) == 0
+    assert [Path(h.path).name for h in index.search("quokkafoo", projects_dir=corpus_projects)] == [sub.name]
+    # the full catch-up still finds what no one named
+    index.update(corpus_projects)
+    assert {Path(h.path).name for h in index.search("quokkafoo", projects_dir=corpus_projects)} == {
+        sub.name,
+        other.name,
+    }
+    index.close()
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def watching(lsp_client: LanguageClient, corpus_projects: Path):  # type: ignore[no-untyped-def]
+    await open_session(lsp_client, corpus_projects, watch=True)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _messages(client: LanguageClient, query: str) -> list[lsp.SymbolInformation]:
+    found = await client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query=query))
+    return [s for s in found or [] if isinstance(s, lsp.SymbolInformation) and s.kind == lsp.SymbolKind.String]
+
+
+async def _until(client: LanguageClient, query: str, want: int) -> list[lsp.SymbolInformation]:
+    """workspace/symbol until it gives `want` messages (the watcher reports a change within a second)."""
+    for _ in range(100):
+        found = await _messages(client, query)
+        if len(found) == want:
+            return found
+        await asyncio.sleep(0.1)
+    return found
+
+
+async def test_workspace_symbol_follows_what_the_watcher_sees(watching: LanguageClient, corpus_projects: Path) -> None:
+    path = corpus_projects / SHOP / f"{S1}.jsonl"
+    assert await _messages(watching, "quokkabar") == []
+    _append_prompt(path, "aaaaaaaa-0000-4000-8000-000000000009", "is quokkabar set?")
+    found = await _until(watching, "quokkabar", 1)
+    assert [(s.location.uri, s.location.range.start.line) for s in found] == [
+        (path.resolve().as_uri(), len(path.read_text().splitlines()) - 1)
+    ]
+    lines = path.read_text().splitlines()[:-1]  # rewritten without the row
+    path.write_text("\n".join(lines) + "\n")
+    assert await _until(watching, "quokkabar", 0) == []
+    assert await _messages(watching, "auth/login")  # the rest is still found

@@ -11,6 +11,10 @@ naming each branch's leaf, to pass back as `leafUuid`.
 
 Paging: items come oldest first; `limit` items ending just before the item `before` (default: the
 last ones). Only the rows needed for the page are read, so a large session opens at its end.
+
+Opening at a message (a search hit): `at` names a row (by uuid or line); the page then reaches back
+to that row's item, with a few items before it, and `atId` names the item to show. A row that is
+not on the default chain opens the branch that holds it (`atBranch`: pass that `leafUuid` on).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ MAX_LIMIT = 5000
 TEXT_CAP = 20_000
 """Longest tool result or attachment text sent; the item says `truncated` and its full length."""
 BATCH_ROWS = 64
+AT_CONTEXT = 6
+"""Items shown before the one a conversation is opened at."""
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 AGENT_TOOLS = frozenset({"Agent", "Task"})
 
@@ -518,19 +524,25 @@ def _position_of(src: Source, item_id: str) -> int:
     raise ConversationError(f"before: no item {item_id} in this conversation")
 
 
-def page(src: Source, limit: int, before: str | None) -> tuple[list[dict[str, Any]], bool]:
-    """`limit` items ending just before item `before` (or at the end), and whether more precede."""
+def page(src: Source, limit: int, before: str | None, at_pos: int | None = None) -> tuple[list[dict[str, Any]], bool]:
+    """`limit` items ending just before item `before` (or at the end), and whether more precede.
+    With `at_pos`, the page reaches back to the items of that row and `AT_CONTEXT` more."""
     end = len(src.rows)
     if before is not None:
         end = _position_of(src, before) + 1
     collected: list[list[dict[str, Any]]] = []
     count = 0
+    from_at = 0
     first_pos = end
+    need = limit
     for positions in _batches(end, max(BATCH_ROWS, limit)):
         maker = ItemMaker(src, _read_bodies(src, positions))
         batch: list[dict[str, Any]] = []
         for pos in positions:
-            batch.extend(maker.items(src.rows[pos], pos))
+            made = maker.items(src.rows[pos], pos)
+            batch.extend(made)
+            if at_pos is not None and pos >= at_pos:
+                from_at += len(made)
         if before is not None and positions.stop == end:
             cut = next((i for i, item in enumerate(batch) if item["id"] == before), None)
             if cut is None:
@@ -539,11 +551,58 @@ def page(src: Source, limit: int, before: str | None) -> tuple[list[dict[str, An
         collected.append(batch)
         count += len(batch)
         first_pos = positions.start
-        if count > limit:
+        if at_pos is not None:
+            if first_pos > at_pos:
+                continue
+            need = max(limit, from_at + AT_CONTEXT)
+        if count > need:
             break
     items = [item for batch in reversed(collected) for item in batch]
-    more = len(items) > limit or first_pos > 0
-    return items[-limit:] if limit else [], more
+    more = len(items) > need or first_pos > 0
+    return items[-need:] if need else [], more
+
+
+@dataclass(frozen=True)
+class At:
+    """A row to open the conversation at: by its uuid, or by its 0-based line in the file."""
+
+    uuid: str | None = None
+    line: int | None = None
+
+    def describe(self) -> str:
+        return self.uuid if self.uuid is not None else f"line {(self.line or 0) + 1}"
+
+
+def find_row(t: Transcript, at: At) -> Row:
+    """The conversation row `at` names; `ConversationError` when it names none."""
+    if at.uuid is not None:
+        row = t.nodes.get(at.uuid)
+    else:
+        row = next((r for r in t.rows if r.line == at.line), None)
+    if row is None or not row.is_chain_row:
+        raise ConversationError(f"at: {at.describe()} is not a conversation row of {t.path.name}")
+    return row
+
+
+def row_position(src: Source, row: Row) -> int | None:
+    """Where in `src.rows` the items showing `row` are made: its own place or, when it holds tool
+    results, the place of the row holding the first of those calls (a result shows inside its call).
+    None when the conversation shown does not hold the row."""
+    own = next((i for i, r in enumerate(src.rows) if r.uuid == row.uuid), None)
+    if own is None:
+        return None
+    results = set(row.tool_result_ids)
+    callers = [i for i, r in enumerate(src.rows[:own]) if results.intersection(r.tool_use_ids)] if results else []
+    return min([own, *callers])
+
+
+def item_of(items: list[dict[str, Any]], uuid: str | None) -> str | None:
+    """The id of the first item showing the row `uuid`: its own item, or the call holding its result."""
+    for item in items:
+        result = item.get("result")
+        if item["uuid"] == uuid or (isinstance(result, dict) and result.get("uuid") == uuid):
+            return str(item["id"])
+    return None
 
 
 def conversation(
@@ -554,13 +613,25 @@ def conversation(
     before: str | None = None,
     api_form: bool = False,
     transcript: Transcript | None = None,
+    at: At | None = None,
 ) -> dict[str, Any]:
     """The display items of the session at `path` (see the module docstring); `transcript`, when
     given, is that file already loaded (the server's live index), so it is not read again."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ConversationError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+    if at is not None and before is not None:
+        raise ConversationError("give either at or before, not both")
     src = load_source(path, leaf_uuid, transcript)
-    items, more = page(src, limit, before)
+    at_row = find_row(src.transcript, at) if at is not None else None
+    at_pos = row_position(src, at_row) if at_row is not None else None
+    at_branch = False
+    if at_row is not None and at_pos is None and leaf_uuid is None:
+        src = load_source(path, branch_leaf(src, at_row).uuid, src.transcript)
+        at_pos = row_position(src, at_row)
+        at_branch = True
+    if at is not None and at_pos is None:
+        raise ConversationError(f"at: {at.describe()} is not on the conversation shown")
+    items, more = page(src, limit, before, at_pos)
     out: dict[str, Any] = {
         "sessionId": src.transcript.session_id or path.stem,
         "path": str(path),
@@ -569,6 +640,9 @@ def conversation(
         "hasMore": more,
         "subagents": [{"agentId": a, "path": p} for a, p in src.subagents.items()],
     }
+    if at_row is not None:
+        out["atId"] = item_of(items, at_row.uuid)
+        out["atBranch"] = at_branch
     if api_form:
         out["messages"] = api_messages(path, src.chain, effort_statement=True)
     return out

@@ -97,11 +97,18 @@ class SessionRequests:
         return {k: out[k] for k in ("sessionId", "path", "leafUuid", "messages")}
 
     def conversation(self, params: dict[str, Any]) -> dict[str, Any]:
-        from server.features.conversation import DEFAULT_LIMIT, conversation
+        from server.features.conversation import DEFAULT_LIMIT, At, conversation
 
         limit = params.get("limit", DEFAULT_LIMIT)
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise InvalidArgument("parameter 'limit' must be a whole number")
+        at_uuid = str_param(params, "atUuid", required=False)
+        at_line = params.get("atLine")
+        if at_line is not None and (isinstance(at_line, bool) or not isinstance(at_line, int) or at_line < 0):
+            raise InvalidArgument("parameter 'atLine' must be a line number from 0")
+        if at_uuid is not None and at_line is not None:
+            raise InvalidArgument("give either 'atUuid' or 'atLine', not both")
+        at = At(at_uuid, at_line) if at_uuid is not None or at_line is not None else None
         path = self.session_path(params)
         return conversation(
             path,
@@ -110,6 +117,7 @@ class SessionRequests:
             limit=limit,
             before=str_param(params, "before", required=False),
             api_form=bool_param(params, "apiForm"),
+            at=at,
         )
 
     def fork(self, params: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ class Symbol:
 
 
 def workspace_symbols(projects_dir: Path, query: str, search: SearchIndex | None) -> list[Symbol]:
+    """Sessions matching `query`, then messages from `search` (already caught up with the folder)."""
     needle = query.lower()
     out = []
     for s in list_sessions_indexed(projects_dir):
@@ -30,7 +31,6 @@ def workspace_symbols(projects_dir: Path, query: str, search: SearchIndex | None
         if not needle or needle in haystack:
             out.append(Symbol(s.title or s.session_id, True, s.path, 0, s.cwd))
     if search is not None and query.strip():
-        search.update(projects_dir)
         for hit in search.search(query, MAX_MESSAGES, projects_dir=projects_dir):
             name = f"{hit.kind}: {' '.join(hit.snippet.split())}"
             out.append(Symbol(name, False, Path(hit.path), hit.line, hit.session_id))

@@ -197,6 +197,9 @@ class SessionServer(LanguageServer):
         self.search: SearchIndex | None = None
         """The full-text search database, opened on first use (`search_index`)."""
         self.search_lock = threading.Lock()
+        self.search_changed: set[Path] | None = None
+        """Files the index saw change since the search database last caught up; None: look at every
+        file on the next search (the first one, without a watcher, or after the folder came back)."""
         self.grants = SessionGrants()
         """Tools the person allowed for the rest of a session (`sessions/permission` answers)."""
         self._views: dict[Path, tuple[int, TreeView]] = {}
@@ -275,6 +278,23 @@ class SessionServer(LanguageServer):
             self.search = SearchIndex.open()
         return self.search
 
+    def search_catch_up(self) -> SearchIndex:
+        """The search database, caught up with the folder: with a watcher, only the files it saw
+        change since the last search (every file the first time); without one, every file."""
+        search = self.search_index()
+        with self._lock:
+            changed, self.search_changed = self.search_changed, set() if self.watcher is not None else None
+        try:
+            if changed is None:
+                search.update(self.projects_dir)
+            else:
+                search.update_paths(self.projects_dir, changed)
+        except BaseException:
+            with self._lock:
+                self.search_changed = None  # what was not read is looked at again next time
+            raise
+        return search
+
     def under_projects(self, path: Path) -> bool:
         return is_inside(real_root(self.projects_dir), Path(os.path.realpath(path)))
 
@@ -332,6 +352,10 @@ class SessionServer(LanguageServer):
         with self._lock:
             for p in set(change.changed) | set(change.removed):
                 self._views.pop(p, None)
+            if change.root:
+                self.search_changed = None
+            elif self.search_changed is not None:
+                self.search_changed |= set(change.changed) | set(change.removed)
         self.publish(set(change.changed) | set(change.diagnostics))
         for p in change.removed:
             uri = from_fs_path(str(p))
@@ -592,7 +616,8 @@ def text_document_code_lens(ls: SessionServer, params: lsp.CodeLensParams) -> li
 def workspace_symbol(ls: SessionServer, params: lsp.WorkspaceSymbolParams) -> list[lsp.SymbolInformation]:
     """Sessions by title and prompts, then matching messages (full-text search); off the event loop."""
     with ls.search_lock:
-        symbols = workspace_symbols(ls.projects_dir, params.query, ls.search_index())
+        search = ls.search_catch_up() if params.query.strip() else None
+        symbols = workspace_symbols(ls.projects_dir, params.query, search)
     return [
         lsp.SymbolInformation(
             name=sym.name,

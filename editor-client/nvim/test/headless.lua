@@ -424,6 +424,105 @@ function H.run()
     end)
   end
 
+  -- :SessionSearch, then <CR> on a hit: the conversation opens at that message, highlighted
+  local function open_hit(rec, query, hit_path, hit_line)
+    vim.cmd('only')
+    local done
+    sl.search(query, { callback = function(hits) done = hits end })
+    wait(cfg.timeout_ms, function() return done ~= nil end)
+    rec.hits = #(done or {})
+    rec.in_quickfix = vim.bo.buftype == 'quickfix'
+    local index
+    for i, h in ipairs(done or {}) do
+      if vim.loop.fs_realpath(h.path) == vim.loop.fs_realpath(hit_path) and h.line == hit_line and not h.session then
+        index = i
+      end
+    end
+    rec.index = index or vim.NIL
+    vim.api.nvim_win_set_cursor(0, { index, 0 })
+    vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes('<CR>', true, false, true), 'x', false)
+    local conv
+    wait(cfg.timeout_ms, function()
+      conv = vim.api.nvim_get_current_buf()
+      return (vim.b[conv].session_lsp_conversation_version or 0) > 0
+    end)
+    rec.info = vim.b[conv].session_lsp_conversation
+    rec.cursor = vim.fn.line('.')
+    rec.cursor_text = vim.api.nvim_buf_get_lines(conv, rec.cursor - 1, rec.cursor + 1, false)
+    rec.top = vim.fn.line('w0')
+    rec.bottom = vim.fn.line('w$')
+    local ns = vim.api.nvim_create_namespace('session_lsp_conversation')
+    rec.highlighted = {}
+    for _, m in ipairs(vim.api.nvim_buf_get_extmarks(conv, ns, 0, -1, {})) do
+      table.insert(rec.highlighted, m[2] + 1)
+    end
+    rec.lines = vim.api.nvim_buf_get_lines(conv, 0, -1, false)
+    return conv
+  end
+
+  if cfg.search then
+    step('search_hit', function(rec)
+      open_hit(rec, cfg.search.query_big, cfg.search.big_path, cfg.search.big_line)
+    end)
+    step('search_branch_hit', function(rec)
+      open_hit(rec, cfg.search.query_branch, cfg.search.branch_path, cfg.search.branch_line)
+    end)
+    step('search_hidden_hit', function(rec)
+      open_hit(rec, cfg.search.query_hidden, cfg.search.branch_path, cfg.search.hidden_line)
+    end)
+  end
+
+  -- a large session: the last page first, E loads the pages before it
+  if cfg.paging then
+    step('paging', function(rec)
+      vim.cmd('only')
+      local conv
+      local opened
+      conv = sl.conversation(cfg.paging.session, {}, function() opened = true end)
+      wait(cfg.timeout_ms, function() return opened end)
+      local function version()
+        return vim.b[conv].session_lsp_conversation_version or 0
+      end
+      rec.pages = {}
+      local function observe()
+        local lines = vim.api.nvim_buf_get_lines(conv, 0, -1, false)
+        table.insert(rec.pages, {
+          info = vim.b[conv].session_lsp_conversation,
+          first_prompt = (function()
+            for _, l in ipairs(lines) do
+              if l:match('^paging prompt %d+') then
+                return l
+              end
+            end
+            return vim.NIL
+          end)(),
+          last_line = lines[#lines],
+          more_line = lines[4] or vim.NIL,
+          cursor_text = vim.api.nvim_get_current_line(),
+        })
+      end
+      observe()
+      -- the cursor on the last prompt shown: after loading earlier items it is still on it
+      local lines = vim.api.nvim_buf_get_lines(conv, 0, -1, false)
+      for i = #lines, 1, -1 do
+        if lines[i]:match('^paging prompt %d+') then
+          vim.api.nvim_win_set_cursor(0, { i, 0 })
+          break
+        end
+      end
+      rec.cursor_before = vim.api.nvim_get_current_line()
+      for _ = 1, 10 do
+        if not vim.b[conv].session_lsp_conversation.hasMore then
+          break
+        end
+        local before = version()
+        vim.api.nvim_feedkeys('E', 'x', false)
+        wait(cfg.timeout_ms, function() return version() > before end)
+        observe()
+      end
+    end)
+  end
+
   results.finished = true
   write_results()
   pcall(function()

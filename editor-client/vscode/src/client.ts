@@ -22,6 +22,8 @@ import {
 } from './lib/command';
 import { DidChangeParams, Methods } from './lib/protocol';
 import { rewriteLensCommand } from './lib/lenses';
+import { linkUri } from './lib/conversationLink';
+import { unmarkSnippet } from './lib/format';
 
 export type ServerState = 'stopped' | 'starting' | 'running' | 'missing' | 'failed';
 
@@ -168,6 +170,18 @@ export class SessionServer implements vscode.Disposable {
             }
           }
           return lenses;
+        },
+        // A message found by workspace/symbol opens the conversation at it (commands.ts follows the link).
+        provideWorkspaceSymbols: async (query, token, next) => {
+          const symbols = await next(query, token);
+          for (const sym of symbols ?? []) {
+            const loc = sym.location;
+            if (sym.kind !== vscode.SymbolKind.File && loc.uri.scheme === 'file' && loc.uri.fsPath.endsWith('.jsonl') && 'range' in loc) {
+              sym.location = new vscode.Location(vscode.Uri.from(linkUri({ path: loc.uri.fsPath, line: loc.range.start.line })), loc.range);
+              sym.name = unmarkSnippet(sym.name);
+            }
+          }
+          return symbols;
         },
       },
     };

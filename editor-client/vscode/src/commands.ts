@@ -9,8 +9,9 @@ import { SessionsProvider } from './view';
 import { TurnPanel } from './turnPanel';
 import { ConversationPanel } from './conversationPanel';
 import { accumulateProgress, isInside } from './lib/command';
+import { CONVERSATION_SCHEME, parseLink } from './lib/conversationLink';
 import { isValidSessionId, requireSessionId, resumeCommandLine, sessionIdFromPath } from './lib/ids';
-import { appendedRows, oneLine, projectLabel, relativeTime } from './lib/format';
+import { appendedRows, oneLine, projectLabel, relativeTime, unmarkSnippet } from './lib/format';
 import {
   ForkResult,
   Methods,
@@ -21,6 +22,8 @@ import { findUuidLine, promptsInText, sessionIdInText, uuidAtLine } from './lib/
 import { Node } from './lib/tree';
 
 export const TRANSCRIPT_LANGUAGE = 'claude-transcript';
+/** The LSP symbol kind of a session in workspace/symbol (its messages have other kinds). */
+const LSP_SYMBOL_FILE = 1;
 
 interface Target {
   sessionId: string;
@@ -71,6 +74,41 @@ export class Commands {
     reg('sessionLsp.searchSessions', this.searchSessions);
     reg('sessionLsp.copySessionId', this.copySessionId);
     reg('sessionLsp.revealInView', this.revealInView);
+    // A workspace-symbol result is a claude-conversation: link (client.ts): opening it shows the
+    // conversation at that message instead of the placeholder document.
+    context.subscriptions.push(
+      vscode.workspace.registerTextDocumentContentProvider(CONVERSATION_SCHEME, {
+        provideTextDocumentContent: () => 'Opening the conversation…',
+      }),
+      vscode.window.onDidChangeActiveTextEditor((editor) => {
+        if (editor) {
+          void this.followLink(editor).catch((e) => void vscode.window.showErrorMessage(`Claude Sessions: ${errorText(e)}`));
+        }
+      }),
+    );
+  }
+
+  /** Replaces a claude-conversation: editor by the conversation panel at the message it names. */
+  private async followLink(editor: vscode.TextEditor): Promise<void> {
+    const uri = editor.document.uri;
+    const link = parseLink(uri);
+    if (!link) {
+      return;
+    }
+    const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs);
+    const placeholders = tabs.filter((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === uri.toString());
+    await vscode.window.tabGroups.close(placeholders);
+    await this.openConversationAt(link.path, link.line);
+  }
+
+  /** The conversation panel of the transcript at `file`, at the message on `line` (0-based). */
+  private async openConversationAt(file: string, line: number, sessionId?: string): Promise<void> {
+    const id = sessionId ?? sessionIdFromPath(file) ?? '';
+    const info = id ? await this.infoFor(id) : undefined;
+    const title = (info?.title || id || path.basename(file)) + (sessionIdFromPath(file) ? '' : ` · ${path.basename(file, '.jsonl')}`);
+    await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Opening conversation…' }, () =>
+      ConversationPanel.show(this.server, { path: file, sessionId: id }, title, { line }),
+    );
   }
 
   // ---- targets -------------------------------------------------------------------------------
@@ -437,10 +475,10 @@ export class Commands {
   // ---- search --------------------------------------------------------------------------------
 
   async searchSessions(): Promise<void> {
-    type Item = vscode.QuickPickItem & { file?: string; line?: number | 'end'; info?: SessionInfo };
+    type Item = vscode.QuickPickItem & { file?: string; line?: number; info?: SessionInfo; sessionId?: string };
     const qp = vscode.window.createQuickPick<Item>();
     qp.title = 'Search Sessions';
-    qp.placeholder = 'Session titles and prompts';
+    qp.placeholder = 'Session titles and prompts; every message as you type (full text)';
     qp.matchOnDescription = true;
     qp.matchOnDetail = true;
     qp.busy = true;
@@ -457,19 +495,45 @@ export class Commands {
         resolve(undefined);
       });
     });
+    let sessionItems: Item[] = [];
+    let promptItems: Item[] = [];
+    let hitItems: Item[] = [];
+    // One update per change: replacing the items resets the active one under the user's cursor.
+    const show = () => {
+      if (!picked) {
+        qp.items = [...sessionItems, ...promptItems, ...hitItems];
+      }
+    };
+    // Every message holding the words (the server's full-text index, workspace/symbol), as the user types.
+    let asked = 0;
+    let timer: NodeJS.Timeout | undefined;
+    qp.onDidChangeValue((value) => {
+      clearTimeout(timer);
+      const mine = ++asked;
+      if (value.trim().length < 2) {
+        hitItems = [];
+        show();
+        return;
+      }
+      timer = setTimeout(() => void this.messageHits(value).then((items) => {
+        if (mine === asked) {
+          hitItems = items;
+          show();
+        }
+      }), 150);
+    });
     const list = (await this.sessions.sessions())
       .slice()
       .sort((a, b) => (Date.parse(b.modified ?? '') || 0) - (Date.parse(a.modified ?? '') || 0));
-    const sessionItems: Item[] = list.map((s) => ({
+    sessionItems = list.map((s) => ({
       label: `$(comment-discussion) ${s.title?.trim() || s.sessionId}`,
       description: `${projectLabel(s.projectDir, s.cwd)} · ${relativeTime(s.modified)}`,
       detail: s.sessionId,
       info: s,
       file: s.path,
     }));
-    qp.items = sessionItems;
+    show();
     // Prompts: the user rows a person typed, read from each transcript.
-    const promptItems: Item[] = [];
     for (const s of list.slice(0, 500)) {
       if (picked) {
         break;
@@ -494,17 +558,47 @@ export class Commands {
         });
       }
     }
-    if (!picked) {
-      // One update at the end: replacing the items resets the active one under the user's cursor.
-      qp.items = [...sessionItems, ...promptItems];
-    }
+    show();
     qp.busy = false;
     const choice = await done;
+    clearTimeout(timer);
     qp.dispose();
     if (!choice || !choice.file) {
       return;
     }
-    await this.showTranscript(choice.file, choice.line ?? this.leafLine(choice.info, choice.file));
+    if (choice.line === undefined) {
+      const info = choice.info;
+      await ConversationPanel.show(this.server, { path: choice.file, sessionId: info?.sessionId ?? '' }, info?.title || info?.sessionId || '');
+      return;
+    }
+    await this.openConversationAt(choice.file, choice.line, choice.info?.sessionId ?? choice.sessionId);
+  }
+
+  /** Quick pick items for the messages holding every word of `query` (workspace/symbol). */
+  private async messageHits(query: string): Promise<Array<vscode.QuickPickItem & { file: string; line: number; sessionId?: string }>> {
+    let symbols: Array<{ name: string; kind: number; containerName?: string; location: { uri: string; range: { start: { line: number } } } }>;
+    try {
+      symbols = (await this.server.request<typeof symbols | null>('workspace/symbol', { query })) ?? [];
+    } catch (e) {
+      this.server.log(`workspace/symbol failed: ${errorText(e)}`);
+      return [];
+    }
+    return symbols
+      .filter((s) => s.kind !== LSP_SYMBOL_FILE)
+      .map((s) => {
+        const file = vscode.Uri.parse(s.location.uri).fsPath;
+        const line = s.location.range.start.line;
+        const sessionId = s.containerName;
+        const title = (sessionId && this.sessions.session(sessionId)?.title) || sessionId || path.basename(file);
+        return {
+          label: `$(search) ${oneLine(unmarkSnippet(s.name), 120)}`,
+          description: `${oneLine(title, 40)} · line ${line + 1}`,
+          alwaysShow: true,
+          file,
+          line,
+          sessionId,
+        };
+      });
   }
 
   // ---- reveal -------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 // posts it to the webview, whose small script only handles clicks: fold state, "show hidden",
 // "load earlier", branch switching, subagent expansion, and a click on a message, which reveals
 // its line in the transcript. Strict CSP: nothing but this script (by nonce) and data: images.
+// Opened at a message (a search result), the panel loads back to it, scrolls to it and highlights it.
 
 import * as vscode from 'vscode';
 import { SessionServer } from './client';
@@ -12,6 +13,8 @@ import { escapeHtml } from './lib/markdown';
 import { ConversationItem, ConversationParams, ConversationResult, Methods } from './lib/protocol';
 
 const PAGE = 200;
+/** The most items the server gives in one answer. */
+const MAX_ITEMS = 5000;
 
 function shortTime(iso: string): string {
   const d = new Date(iso);
@@ -33,19 +36,26 @@ export class ConversationPanel implements vscode.Disposable {
   private showHidden = false;
   private sessionId = '';
   private loading: Promise<void> | undefined;
+  /** The item a search result opened the panel at: highlighted until another branch is shown. */
+  private atId: string | undefined;
 
-  /** Opens (or shows) the panel of a session, by its transcript's path or its id. */
-  static async show(server: SessionServer, target: { path?: string; sessionId: string }, title: string): Promise<ConversationPanel> {
+  /** Opens (or shows) the panel of a session, by its transcript's path or its id; with `at`, at the
+   * message of the row on that 0-based line of the transcript. */
+  static async show(
+    server: SessionServer,
+    target: { path?: string; sessionId: string },
+    title: string,
+    at?: { line: number },
+  ): Promise<ConversationPanel> {
     const path = target.path ?? (await server.request<ConversationResult>(Methods.conversation, { sessionId: target.sessionId, limit: 1 })).path;
-    const known = ConversationPanel.open.get(path);
-    if (known) {
-      known.panel.reveal(vscode.ViewColumn.Active);
-      await known.reload();
-      return known;
+    let panel = ConversationPanel.open.get(path);
+    if (panel) {
+      panel.panel.reveal(vscode.ViewColumn.Active);
+    } else {
+      panel = new ConversationPanel(server, path, title);
+      ConversationPanel.open.set(path, panel);
     }
-    const panel = new ConversationPanel(server, path, title);
-    ConversationPanel.open.set(path, panel);
-    await panel.reload();
+    await (at ? panel.openAt(at.line) : panel.reload());
     return panel;
   }
 
@@ -81,11 +91,42 @@ export class ConversationPanel implements vscode.Disposable {
     });
   }
 
+  /** The conversation from its end back to the message of the row on `line`, which is scrolled to
+   * and highlighted; a row on another branch shows that branch. */
+  async openAt(line: number): Promise<void> {
+    const run = async () => {
+      try {
+        const ask = () =>
+          this.server.request<ConversationResult>(Methods.conversation, {
+            path: this.path,
+            apiForm: this.showHidden,
+            limit: PAGE,
+            atLine: line,
+          });
+        let res = await ask();
+        if (!this.showHidden && res.items.some((i) => i.id === res.atId && i.hidden)) {
+          this.showHidden = true; // the message found is one a person does not see by default
+          res = await ask();
+        }
+        this.leafUuid = res.atBranch ? (res.leafUuid ?? undefined) : undefined;
+        this.sessionId = res.sessionId;
+        this.items = res.items;
+        this.hasMore = res.hasMore;
+        this.atId = res.atId ?? undefined;
+        this.render(res, true);
+      } catch (e) {
+        this.post({ type: 'error', text: e instanceof Error ? e.message : String(e) });
+      }
+    };
+    this.loading = (this.loading ?? Promise.resolve()).then(run);
+    return this.loading;
+  }
+
   /** The newest page again (as many items as are loaded, at least one page). */
   async reload(): Promise<void> {
     const run = async () => {
       try {
-        const res = await this.fetch({ limit: Math.max(PAGE, this.items.length) });
+        const res = await this.fetch({ limit: Math.min(MAX_ITEMS, Math.max(PAGE, this.items.length)) });
         this.sessionId = res.sessionId;
         this.items = res.items;
         this.hasMore = res.hasMore;
@@ -108,7 +149,7 @@ export class ConversationPanel implements vscode.Disposable {
     this.render(res);
   }
 
-  private render(res: ConversationResult): void {
+  private render(res: ConversationResult, scrollToAt = false): void {
     const html = renderItems(this.items, { path: this.path, time: shortTime });
     const shown = this.items.filter((i) => !i.hidden).length;
     this.post({
@@ -118,6 +159,8 @@ export class ConversationPanel implements vscode.Disposable {
       hasMore: this.hasMore,
       showHidden: this.showHidden,
       status: `${shown} items shown, ${this.items.length - shown} hidden · leaf ${res.leafUuid ?? '?'}`,
+      at: this.atId ?? '',
+      scrollToAt,
     });
   }
 
@@ -137,6 +180,7 @@ export class ConversationPanel implements vscode.Disposable {
       } else if (m?.type === 'branch' && typeof m.leafUuid === 'string') {
         this.leafUuid = m.leafUuid;
         this.items = [];
+        this.atId = undefined;
         await this.reload();
       } else if (m?.type === 'subagent' && typeof m.path === 'string') {
         const res = await this.server.request<ConversationResult>(Methods.conversation, { path: m.path, limit: 1000 });
@@ -238,6 +282,7 @@ body.show-hidden .hidden-item { display: block; }
 .img { max-width: 320px; max-height: 240px; display: block; margin: 6px 0; image-rendering: pixelated; min-width: 48px; }
 .subagent { margin: 6px 0; border-left: 2px solid var(--vscode-textLink-foreground); padding-left: 8px; }
 .apiform { margin: 8px 0; }
+.msg.at { outline: 2px solid var(--vscode-editor-findMatchBorder, var(--vscode-focusBorder)); background: var(--vscode-editor-findMatchHighlightBackground, rgba(234, 92, 0, 0.2)); }
 .error-box { color: var(--vscode-errorForeground); }
 `;
 
@@ -287,7 +332,14 @@ window.addEventListener('message', (e) => {
     hidden.checked = !!m.showHidden;
     document.body.classList.toggle('show-hidden', !!m.showHidden);
     status.textContent = m.status || '';
-    if (atBottom) window.scrollTo(0, document.body.scrollHeight);
+    chat.querySelectorAll('.msg.at').forEach((x) => x.classList.remove('at'));
+    const at = m.at ? [...chat.querySelectorAll('.msg[data-id]')].find((x) => x.dataset.id === m.at) : undefined;
+    if (at) at.classList.add('at');
+    if (at && m.scrollToAt) {
+      const fold = at.querySelector('details');
+      if (fold) fold.open = true;
+      at.scrollIntoView({ block: 'center' });
+    } else if (atBottom) window.scrollTo(0, document.body.scrollHeight);
   } else if (m.type === 'subagent') {
     const d = [...document.querySelectorAll('details[data-subagent]')].find((x) => x.dataset.id === m.id);
     if (d) { const body = d.querySelector('.subagent-body'); body.innerHTML = m.html; restore(body); }

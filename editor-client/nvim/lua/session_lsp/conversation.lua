@@ -4,10 +4,19 @@
 -- thinking block is one closed fold; hidden items (system reminders, attachments, the effort
 -- carrier) show only after `H`; `<CR>` on a message jumps to its row in the transcript, and on a
 -- branch line switches to that branch. The buffer follows the session (sessions/didChange).
+--
+-- Paging: the buffer shows the last `page` items first; `E` (or <CR> on the "earlier items" line)
+-- loads the page before them. Opened at a message (a search hit, `target.at_line`), the buffer
+-- reaches back to that message, puts the cursor on it and highlights it.
 
 local C = {}
 
-local views = {} -- bufnr -> view { target, leaf, show_hidden, marks, folds }
+C.PAGE = 200
+C.MAX = 5000 -- the most items the server gives in one answer
+local NS = vim.api.nvim_create_namespace('session_lsp_conversation')
+local MORE_TEXT = '(earlier items not loaded: E or <CR> here loads them)'
+
+local views = {} -- bufnr -> view { target, leaf, show_hidden, marks, folds, items, has_more, at_id }
 
 local function val(x)
   if x == vim.NIL then
@@ -90,11 +99,11 @@ local HIDDEN_LABEL = {
   end,
 }
 
---- The buffer lines of `items`, the marks (line -> what <CR> does there) and the folds.
---- Pure: no buffer is touched, so it can be checked on its own.
+--- The buffer lines of `items`, the marks (line -> what <CR> does there), the folds and where
+--- each item's lines are (item id -> { first, last }). Pure: no buffer is touched.
 function C.render(result, opts)
   opts = opts or {}
-  local lines, marks, folds = {}, {}, {}
+  local lines, marks, folds, spans = {}, {}, {}, {}
   local path = result.path
   local function add(text, mark)
     for _, l in ipairs(split(text)) do
@@ -109,9 +118,10 @@ function C.render(result, opts)
   add(string.format('H: %s hidden items · <CR>: go to the row (or switch branch) · za: open/close a fold',
     opts.show_hidden and 'hide' or 'show'))
   if val(result.hasMore) then
-    add('(earlier items not loaded)')
+    add(MORE_TEXT, { more = true })
   end
   for _, item in ipairs(val(result.items) or {}) do
+    local before = #lines
     local at = { path = path, line = item.line }
     local kind = item.kind
     if val(item.hidden) and kind ~= 'user' then
@@ -202,14 +212,42 @@ function C.render(result, opts)
           { branch = b.leafUuid })
       end
     end
+    if #lines > before + 1 then
+      spans[item.id] = { before + 2, #lines } -- after the blank line that opens each item
+    end
   end
-  return lines, marks, folds
+  return lines, marks, folds, spans
+end
+
+--- The loaded items as one sessions/conversation answer.
+local function as_result(view)
+  return vim.tbl_extend('force', view.result, { items = view.items, hasMore = view.has_more })
+end
+
+--- The item `id` highlighted in `buf`; with `move`, the cursor on it (fold open) in every window.
+local function show_item(buf, id, move)
+  local view = views[buf]
+  local span = view.spans[id]
+  vim.api.nvim_buf_clear_namespace(buf, NS, 0, -1)
+  if not span then
+    return nil
+  end
+  for l = span[1], span[2] do
+    vim.api.nvim_buf_add_highlight(buf, NS, 'Visual', l - 1, 0, -1)
+  end
+  for _, win in ipairs(move and vim.fn.win_findbuf(buf) or {}) do
+    vim.api.nvim_win_set_cursor(win, { span[1], 0 })
+    vim.api.nvim_win_call(win, function()
+      vim.cmd('silent! normal! zvzt')
+    end)
+  end
+  return span
 end
 
 local function apply(buf, result)
   local view = views[buf]
-  local lines, marks, folds = C.render(result, { show_hidden = view.show_hidden })
-  view.marks, view.folds, view.result = marks, folds, result
+  local lines, marks, folds, spans = C.render(result, { show_hidden = view.show_hidden })
+  view.marks, view.folds, view.spans = marks, folds, spans
   vim.bo[buf].modifiable = true
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
@@ -225,12 +263,17 @@ local function apply(buf, result)
       vim.cmd('silent! normal! zM')
     end)
   end
+  local span = view.at_id and show_item(buf, view.at_id, view.move_to_at)
+  view.move_to_at = false
   vim.b[buf].session_lsp_conversation = {
     sessionId = result.sessionId,
     leafUuid = val(result.leafUuid),
     items = #(val(result.items) or {}),
+    hasMore = val(result.hasMore) == true,
     folds = #folds,
     show_hidden = view.show_hidden,
+    atId = view.at_id or vim.NIL,
+    atLine = span and span[1] or vim.NIL,
   }
   vim.b[buf].session_lsp_conversation_version = (vim.b[buf].session_lsp_conversation_version or 0) + 1
 end
@@ -241,22 +284,74 @@ function C.refresh(buf, callback)
   if not view then
     return
   end
-  local sl = require('session_lsp')
-  local params = { limit = 2000, leafUuid = view.leaf }
+  local params = { limit = math.min(C.MAX, math.max(C.PAGE, #view.items)), leafUuid = view.leaf }
+  local opening_at = view.target.at_line
+  if opening_at then
+    params.limit, params.atLine = C.PAGE, opening_at
+  end
+  C.fetch(view, params, function(result)
+    view.target.at_line = nil
+    if opening_at then
+      view.at_id, view.move_to_at = val(result.atId), true
+      for _, item in ipairs(val(result.items) or {}) do
+        if item.id == view.at_id and val(item.hidden) then
+          view.show_hidden = true -- the message found is one a person does not see by default
+        end
+      end
+      if val(result.atBranch) then
+        view.leaf = val(result.leafUuid) -- the branch holding the message: keep showing it
+      end
+    end
+    view.result, view.items, view.has_more = result, val(result.items) or {}, val(result.hasMore) == true
+    if vim.api.nvim_buf_is_valid(buf) then
+      apply(buf, result)
+    end
+    if callback then
+      callback(result)
+    end
+  end)
+end
+
+--- sessions/conversation for `view` with `params`; callback(result) on success.
+function C.fetch(view, params, callback)
   if view.target.path then
     params.path = view.target.path
   else
     params.sessionId = view.target.sessionId
   end
-  sl.request('sessions/conversation', params, function(e, result)
+  require('session_lsp').request('sessions/conversation', params, function(e, result)
     if e or not result then
       vim.notify('session-lsp: sessions/conversation: ' .. tostring(e and (e.message or vim.inspect(e))),
         vim.log.levels.ERROR)
       return
     end
+    view.target.path = result.path
+    callback(result)
+  end)
+end
+
+--- E: load the page of items before the first one shown; the cursor stays on what it was on.
+function C.load_earlier(buf, callback)
+  buf = buf or vim.api.nvim_get_current_buf()
+  local view = views[buf]
+  if not view or not view.has_more or #view.items == 0 then
+    return callback and callback(nil)
+  end
+  local first = view.items[1].id
+  local win = vim.fn.bufwinid(buf)
+  local span = view.spans[first]
+  local offset = (win ~= -1 and span) and (vim.api.nvim_win_get_cursor(win)[1] - span[1]) or 0
+  C.fetch(view, { limit = C.PAGE, before = first, leafUuid = view.leaf }, function(result)
+    local items = val(result.items) or {}
+    vim.list_extend(items, view.items)
+    view.items, view.has_more = items, val(result.hasMore) == true
+    view.at_id = nil
     if vim.api.nvim_buf_is_valid(buf) then
-      view.target.path = result.path
-      apply(buf, result)
+      apply(buf, as_result(view))
+      local now = view.spans[first]
+      if win ~= -1 and now and vim.api.nvim_win_is_valid(win) then
+        vim.api.nvim_win_set_cursor(win, { math.max(1, now[1] + offset), 0 })
+      end
     end
     if callback then
       callback(result)
@@ -272,8 +367,12 @@ function C.enter(buf)
   if not mark then
     return
   end
+  if mark.more then
+    return C.load_earlier(buf)
+  end
   if mark.branch then
     view.leaf = mark.branch
+    view.items, view.at_id = {}, nil
     return C.refresh(buf)
   end
   vim.cmd('wincmd p')
@@ -295,11 +394,12 @@ function C.toggle_hidden(buf)
   end
   view.show_hidden = not view.show_hidden
   if view.result then
-    apply(buf, view.result)
+    apply(buf, as_result(view))
   end
 end
 
---- Open the conversation of `target` ({sessionId, path?}) in a new buffer in a split.
+--- Open the conversation of `target` ({sessionId, path?, at_line?}) in a new buffer in a split;
+--- with `at_line` (0-based line of a row in the transcript), at that row's message.
 function C.open(target, opts, callback)
   opts = opts or {}
   vim.cmd(opts.split or 'botright vsplit')
@@ -311,7 +411,13 @@ function C.open(target, opts, callback)
   vim.bo[buf].filetype = 'markdown'
   vim.bo[buf].modifiable = false
   pcall(vim.api.nvim_buf_set_name, buf, 'session-conversation://' .. target.sessionId)
-  views[buf] = { target = { sessionId = target.sessionId, path = target.path }, show_hidden = false, marks = {} }
+  views[buf] = {
+    target = { sessionId = target.sessionId, path = target.path, at_line = target.at_line },
+    show_hidden = false,
+    marks = {},
+    spans = {},
+    items = {},
+  }
   local map = function(lhs, fn, desc)
     vim.api.nvim_buf_set_keymap(buf, 'n', lhs, '', { noremap = true, silent = true, callback = fn, desc = desc })
   end
@@ -324,6 +430,9 @@ function C.open(target, opts, callback)
   map('R', function()
     C.refresh(buf)
   end, 'reload')
+  map('E', function()
+    C.load_earlier(buf)
+  end, 'load earlier items')
   vim.api.nvim_create_autocmd('BufWipeout', {
     buffer = buf,
     once = true,

@@ -348,6 +348,15 @@ end
 -- ---------------------------------------------------------------------------------------------
 -- which session a command is about
 
+local function our_search()
+  local info = vim.fn.getqflist({ title = 1, context = 1, idx = 0 })
+  local ctx = info.context
+  if type(ctx) == 'table' and ctx.session_lsp_search then
+    return info
+  end
+  return nil
+end
+
 local function in_loclist()
   local wi = vim.fn.getwininfo(vim.api.nvim_get_current_win())[1]
   return wi ~= nil and wi.loclist == 1
@@ -501,6 +510,8 @@ function M._map_quickfix(bufnr)
         vim.cmd('.ll') -- a location list: the usual jump
       elseif our_qf() then
         M.open_selected()
+      elseif our_search() then
+        M.open_search_hit()
       else
         vim.cmd('.cc') -- another quickfix list: the usual jump
       end
@@ -856,6 +867,72 @@ function M.conversation(arg, opts, callback)
 end
 
 -- ---------------------------------------------------------------------------------------------
+-- :SessionSearch
+
+local SYMBOL_FILE = 1 -- a session (its file); other kinds are messages in it
+
+--- :SessionSearch WORDS -- sessions whose title or prompts hold the words, then every message that
+--- holds them all (the server's full-text search, workspace/symbol), in the quickfix list; <CR>
+--- opens the conversation at that message.
+function M.search(query, opts)
+  opts = opts or {}
+  if not query or vim.trim(query) == '' then
+    return err('give the words to search for')
+  end
+  M.request('workspace/symbol', { query = query }, function(e, result)
+    if e then
+      return err('workspace/symbol: ' .. message_of(e))
+    end
+    local items, hits = {}, {}
+    for _, sym in ipairs(val(result) or {}) do
+      local path = vim.uri_to_fname(sym.location.uri)
+      local line = sym.location.range.start.line
+      local session = sym.kind == SYMBOL_FILE
+      local name = tostring(sym.name):gsub('%s+', ' ')
+      table.insert(items, { filename = path, lnum = line + 1, col = 1, text = (session and 'session: ' or '') .. name })
+      table.insert(hits, {
+        path = path,
+        line = line,
+        session = session,
+        sessionId = session and M.session_id_of_path(path) or val(sym.containerName) or M.session_id_of_path(path),
+      })
+    end
+    local what = { title = 'Claude search: ' .. query, items = items, context = { session_lsp_search = true, hits = hits } }
+    vim.fn.setqflist({}, ' ', what)
+    if #items == 0 then
+      notify('nothing found for ' .. query)
+    end
+    if M.config.open_quickfix then
+      vim.cmd('copen')
+      M._map_quickfix(vim.api.nvim_get_current_buf())
+    end
+    if opts.callback then
+      opts.callback(hits)
+    end
+  end)
+end
+
+--- <CR> in the search results: the conversation of the hit's session, at the hit's message.
+function M.open_search_hit(index, callback)
+  local info = our_search()
+  if not info then
+    return
+  end
+  local hit = info.context.hits[index or (vim.bo.buftype == 'quickfix' and vim.fn.line('.') or info.idx)]
+  if not hit then
+    return
+  end
+  if vim.bo.buftype == 'quickfix' then
+    vim.cmd('wincmd p')
+  end
+  return require('session_lsp.conversation').open(
+    { sessionId = hit.sessionId or '', path = hit.path, at_line = (not hit.session) and hit.line or nil },
+    { split = M.config.turn_split },
+    callback
+  )
+end
+
+-- ---------------------------------------------------------------------------------------------
 -- setup
 
 function M.create_commands()
@@ -875,6 +952,9 @@ function M.create_commands()
   cmd('SessionConversation', function(a)
     M.conversation(a.args)
   end, { nargs = '?', desc = 'the session as a conversation (folds per tool call, H: hidden items)' })
+  cmd('SessionSearch', function(a)
+    M.search(a.args)
+  end, { nargs = '+', desc = 'full-text search of every session; <CR> opens the conversation at the message' })
 end
 
 function M.setup(opts)

@@ -1,4 +1,4 @@
-// Small formatting helpers: relative times, byte sizes, message counts.
+// Small formatting helpers: relative times, byte sizes, message counts, search snippets.
 
 const UNITS: [string, number][] = [
   ['year', 365 * 24 * 3600],
@@ -79,4 +79,9 @@ export function oneLine(s: string | null | undefined, max = 80): string {
 export function appendedRows(appended: unknown): string {
   const n = Array.isArray(appended) ? appended.length : typeof appended === 'number' ? appended : undefined;
   return n === undefined ? 'done' : `appended ${formatCount(n, 'row')}`;
+}
+
+/** A search snippet without the server's `[...]` match marks (the editors highlight matches themselves). */
+export function unmarkSnippet(snippet: string): string {
+  return snippet.replace(/\[([^[\]]*)\]/g, '$1');
 }

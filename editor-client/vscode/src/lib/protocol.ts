@@ -192,6 +192,9 @@ export interface ConversationParams {
   limit?: number;
   before?: string;
   apiForm?: boolean;
+  /** Open at this row (by uuid or 0-based line): the page reaches back to it. */
+  atUuid?: string;
+  atLine?: number;
 }
 
 export interface ConversationResult {
@@ -202,6 +205,10 @@ export interface ConversationResult {
   hasMore: boolean;
   subagents?: SubagentInfo[];
   messages?: ChainMessage[];
+  /** With atUuid/atLine: the item showing that row. */
+  atId?: string | null;
+  /** With atUuid/atLine: the row is on another branch than the default one (leafUuid names it). */
+  atBranch?: boolean;
 }
 
 export const Methods = {

@@ -569,10 +569,63 @@ async function main() {
     await page.waitForTimeout(500);
     await shot('08-search.png');
     await page.keyboard.press('Enter');
-    await until('the transcript to open at the prompt', async () =>
-      /\.jsonl/.test(await page.title()) && /Ln \d+,/.test(await page.locator('.statusbar').innerText()),
-    );
+    const { text, inView } = await conversationAt(/audit\.ts/);
+    log(`search opened the conversation at: ${text.slice(0, 120)}`);
+    if (!inView) throw new Error('the highlighted message is not in view');
   });
+
+  await check('a full-text hit in Search Sessions (a tool call) opens the conversation at it, the call unfolded', async () => {
+    await runCommand('Claude Sessions: Search Sessions');
+    await page.locator('.quick-input-widget input').fill('sub task audit');
+    const hit = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'tool: Agent sub task READ' }).first();
+    await hit.waitFor({ state: 'visible', timeout: 20000 });
+    await hit.click();
+    const { frame, text, inView } = await conversationAt(/Agent\s*sub task/);
+    if (!inView) throw new Error('the highlighted call is not in view');
+    if ((await frame.locator('.msg.at details.tool[open]').count()) !== 1) throw new Error('the call found is not unfolded');
+    log(`full-text hit opened the conversation at: ${text.slice(0, 80)}`);
+  });
+
+  await check('a full-text hit in Go to Symbol in Workspace opens the conversation at it, on its branch', async () => {
+    await runCommand('View: Close All Editors');
+    await runCommand('Go to Symbol in Workspace...');
+    const input = page.locator('.quick-input-widget input');
+    await input.fill('#colour square');
+    const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'What colour is this square?' }).first();
+    await row.waitFor({ state: 'visible', timeout: 20000 });
+    await row.click();
+    const { frame, text, inView } = await conversationAt(/What colour is this square\?/);
+    if (!inView) throw new Error('the highlighted message is not in view');
+    // the prompt is on the rewound branch (the one starting "THINK the weather"): the panel shows that branch
+    const current = norm(await frame.locator('.branch-btn.current').first().innerText());
+    if (!/THINK the weather/.test(current)) throw new Error(`branch shown: ${current}`);
+    if ((await frame.locator('.msg.user', { hasText: 'Another way, please.' }).count()) !== 0) throw new Error('the default branch shows');
+    if (/\.jsonl|claude-conversation/.test(await page.title())) throw new Error(`an editor opened too: ${await page.title()}`);
+    log(`workspace symbol opened the conversation at: ${text.slice(0, 80)}; branch "${current}"`);
+    await page.waitForTimeout(300);
+    await shot('15-search-conversation.png');
+  });
+
+  /** The conversation panel whose highlighted message (opened at by a search) matches `re`. */
+  async function conversationAt(re) {
+    const frame = await until('the conversation at the message', async () => {
+      for (const f of page.frames()) {
+        try {
+          const at = f.locator('.msg.at');
+          if ((await at.count()) === 1 && re.test(await at.innerText())) return f;
+        } catch {}
+      }
+      return undefined;
+    }, 30000);
+    const at = frame.locator('.msg.at');
+    const inView = await until('the message to scroll into view', () =>
+      at.evaluate((el) => {
+        const r = el.getBoundingClientRect();
+        return r.top >= 0 && r.top < window.innerHeight && r.height > 0;
+      }),
+    10000).catch(() => false);
+    return { frame, text: norm(await at.innerText()), inView };
+  }
 
   await check('Fork Session forks the transcript in the editor and the fork appears in the view', async () => {
     await viewRow('named session').first().click();

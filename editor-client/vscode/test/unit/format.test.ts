@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { appendedRows, formatBytes, formatCount, oneLine, projectLabel, relativeTime } from '../../src/lib/format';
+import { appendedRows, formatBytes, formatCount, oneLine, projectLabel, relativeTime, unmarkSnippet } from '../../src/lib/format';
 
 const NOW = Date.parse('2026-11-29T12:00:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
@@ -52,4 +52,9 @@ test('rows a turn appended', () => {
   assert.equal(appendedRows(['a', 'b', 'c']), 'appended 3 rows');
   assert.equal(appendedRows(1), 'appended 1 row');
   assert.equal(appendedRows(undefined), 'done');
+});
+
+test('a search snippet loses its match marks, not other brackets', () => {
+  assert.equal(unmarkSnippet('prompt: What [colour] is this [square]?'), 'prompt: What colour is this square?');
+  assert.equal(unmarkSnippet('…a [login] in arr[[0]]'), '…a login in arr[0]');
 });
