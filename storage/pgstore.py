@@ -18,6 +18,9 @@ Guarantees:
 - Main-transcript summaries are folded inside the same transaction (`store_summary`), stamped
   with the same write time that `list_sessions()` reports.
 - An unreachable database fails within `connect_timeout` seconds with `StoreUnavailable`.
+- Every `append()` that stored something and every `delete()` sends a NOTIFY on `CHANNEL` in its
+  transaction (so listeners hear of it once it commits), with the key in the payload
+  (`change_payload`): `session-lsp serve` keeps its mirror of the store live with it.
 
 Who can read what: the tables hold whole transcripts (prompts, replies, tool inputs and outputs,
 so whatever secrets an agent saw) in plain text. Any role with SELECT on the schema reads every
@@ -45,6 +48,10 @@ from storage.store_schema import check_schema_name, migrate, require_schema
 from storage.store_summary import fold_summary
 
 DEFAULT_SCHEMA = "session_store"
+CHANNEL = "session_lsp_store"
+"""The NOTIFY channel of every store in a database; the payload names the schema."""
+MAX_PAYLOAD = 7900
+"""PostgreSQL refuses a NOTIFY payload of 8000 bytes or more: a longer key is sent as a resync."""
 
 
 class StoreError(SessionLspError):
@@ -106,6 +113,18 @@ def new_entries(entries: Sequence[Any], stored: set[str]) -> list[int]:
             seen.add(uid)
         keep.append(i)
     return keep
+
+
+def change_payload(schema: str, op: str, project_key: str, session_id: str, subpath: str) -> str:
+    """The NOTIFY payload of a change: `{schema, op, project_key, session_id, subpath}` as JSON;
+    `{schema, op: "resync"}` when the key is too long for a payload."""
+    payload = json.dumps(
+        {"schema": schema, "op": op, "project_key": project_key, "session_id": session_id, "subpath": subpath},
+        separators=(",", ":"),
+    )
+    if len(payload.encode("utf-8")) >= MAX_PAYLOAD:
+        payload = json.dumps({"schema": schema, "op": "resync"}, separators=(",", ":"))
+    return payload
 
 
 class PostgresSessionStore:
@@ -276,6 +295,9 @@ class PostgresSessionStore:
                 f"UPDATE {self._t('streams')} SET next_seq = next_seq + %s, summary = %s::json WHERE id = %s",
                 (len(keep), summary, stream_id),
             )
+            if keep:
+                payload = change_payload(self.schema, "append", project_key, session_id, subpath)
+                await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))
 
     async def load(self, key: Any) -> list[Any] | None:
         """The entries of `key` in order; None when nothing was ever stored under it."""
@@ -325,6 +347,8 @@ class PostgresSessionStore:
             params += (subpath,)
         async with self._connection() as conn, conn.transaction():
             await conn.execute(sql, params)
+            payload = change_payload(self.schema, "delete", project_key, session_id, subpath)
+            await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))
 
     async def list_subkeys(self, key: Any) -> list[str]:
         """The subpaths stored under a session (its subagent transcripts), sorted."""
@@ -357,14 +381,17 @@ class PostgresSessionStore:
             )
             return [r[0] for r in await cur.fetchall()]
 
-    async def load_project(self, project_key: str) -> list[StoreSession]:
-        """Every session of a project with its subkeys, in one query (for listing a whole store)."""
+    async def load_project(self, project_key: str, session_ids: Sequence[str] | None = None) -> list[StoreSession]:
+        """Every session of a project (or only those of `session_ids`) with its subkeys, in one
+        query (for listing a whole store, or refreshing the sessions a NOTIFY named)."""
+        only = "" if session_ids is None else "AND s.session_id = ANY(%s) "
+        params: tuple[Any, ...] = (project_key,) if session_ids is None else (project_key, list(session_ids))
         async with self._connection() as conn:
             cur = await conn.execute(
                 f"SELECT s.session_id, s.subpath, s.mtime, e.entry::text FROM {self._t('streams')} s "
-                f"JOIN {self._t('entries')} e ON e.stream_id = s.id WHERE s.project_key = %s "
+                f"JOIN {self._t('entries')} e ON e.stream_id = s.id WHERE s.project_key = %s {only}"
                 "ORDER BY s.session_id, s.subpath, e.seq",
-                (project_key,),
+                params,
             )
             rows = await cur.fetchall()
         sessions: dict[str, StoreSession] = {}

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from server.index.storesource import StoreSource, parse_stores
 from storage.errors import InvalidArgument
 
 
@@ -17,6 +18,8 @@ class InitializationOptions:
     """`watch`: follow changes to the folder live."""
     polling: bool = False
     """`polling`: poll instead of OS events (network drives)."""
+    stores: tuple[StoreSource, ...] = ()
+    """`stores`: session stores (postgresql:// URLs, or `{url, schema}`) mirrored read-only beside the folder."""
 
     @classmethod
     def parse(cls, raw: Any, *, defaults: InitializationOptions | None = None) -> InitializationOptions:
@@ -36,4 +39,5 @@ class InitializationOptions:
             projects_dir=Path(projects).expanduser() if projects else base.projects_dir,
             watch=raw.get("watch", base.watch),
             polling=raw.get("polling", base.polling),
+            stores=parse_stores(raw["stores"]) if raw.get("stores") is not None else base.stores,
         )
