@@ -18,8 +18,8 @@ Guarantees:
 - Main-transcript summaries are folded inside the same transaction (`store_summary`), stamped
   with the same write time that `list_sessions()` reports.
 - An unreachable database fails within `connect_timeout` seconds with `StoreUnavailable`.
-- Every `append()` that stored something and every `delete()` sends a NOTIFY on `CHANNEL` in its
-  transaction (so listeners hear of it once it commits), with the key in the payload
+- Every non-empty `append()` (a skipped retry too: it moves `mtime`) and every `delete()` sends a
+  NOTIFY on `CHANNEL` in its transaction (so listeners hear of it once it commits), with the key in the payload
   (`change_payload`): `session-lsp serve` keeps its mirror of the store live with it.
 
 Who can read what: the tables hold whole transcripts (prompts, replies, tool inputs and outputs,
@@ -295,9 +295,8 @@ class PostgresSessionStore:
                 f"UPDATE {self._t('streams')} SET next_seq = next_seq + %s, summary = %s::json WHERE id = %s",
                 (len(keep), summary, stream_id),
             )
-            if keep:
-                payload = change_payload(self.schema, "append", project_key, session_id, subpath)
-                await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))
+            payload = change_payload(self.schema, "append", project_key, session_id, subpath)
+            await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))  # also a retry: mtime moved
 
     async def load(self, key: Any) -> list[Any] | None:
         """The entries of `key` in order; None when nothing was ever stored under it."""

@@ -10,6 +10,7 @@ import concurrent.futures
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +125,9 @@ async def client(lsp_client: LanguageClient, projects: Path, store: dict[str, An
 
 
 async def wait_for(cond, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(int(timeout / 0.05)):
+    """Poll `cond` until it holds; `timeout` seconds is a hang detector."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
         if await cond() if asyncio.iscoroutinefunction(cond) else cond():
             return
         await asyncio.sleep(0.05)
