@@ -38,8 +38,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from storage.errors import SessionLspError
@@ -125,6 +126,19 @@ def change_payload(schema: str, op: str, project_key: str, session_id: str, subp
     if len(payload.encode("utf-8")) >= MAX_PAYLOAD:
         payload = json.dumps({"schema": schema, "op": "resync"}, separators=(",", ":"))
     return payload
+
+
+@dataclass
+class StreamTail:
+    """One stream (a main transcript or a subkey) of a session, with its entries from `start` on."""
+
+    session_id: str
+    subpath: str
+    stream_id: int
+    mtime: int
+    start: int
+    """The position of `entries[0]` in the stream: 0 for all of it, else what the reader held."""
+    entries: list[Any] = field(default_factory=list)
 
 
 class PostgresSessionStore:
@@ -404,3 +418,33 @@ class PostgresSessionStore:
                 session.entries.append(json.loads(text))
                 session.mtime = int(mtime)
         return [s for s in sessions.values() if s.entries]
+
+    async def load_tails(
+        self, project_key: str, session_ids: Sequence[str] | None, held: Mapping[int, int]
+    ) -> list[StreamTail]:
+        """Every stream of the project's sessions (or of `session_ids`), each with its entries from
+        `held[stream id]` on (how many a reader holds already; a stream id it does not hold, e.g. a
+        key deleted and written again, comes whole), in one query: how a mirror keeps up cheaply."""
+        only = "" if session_ids is None else "AND s.session_id = ANY(%s) "
+        ids = list(held)
+        params: list[Any] = [ids, [held[i] for i in ids], project_key]
+        if session_ids is not None:
+            params.append(list(session_ids))
+        async with self._connection() as conn:
+            cur = await conn.execute(
+                f"SELECT s.session_id, s.subpath, s.id, s.mtime, coalesce(k.held, 0), e.entry::text "
+                f"FROM {self._t('streams')} s "
+                "LEFT JOIN unnest(%s::bigint[], %s::bigint[]) AS k(stream_id, held) ON k.stream_id = s.id "
+                f"LEFT JOIN {self._t('entries')} e ON e.stream_id = s.id AND e.seq >= coalesce(k.held, 0) "
+                f"WHERE s.project_key = %s {only}"
+                "ORDER BY s.session_id, s.subpath, e.seq",
+                params,
+            )
+            rows = await cur.fetchall()
+        tails: list[StreamTail] = []
+        for sid, subpath, stream_id, mtime, start, text in rows:
+            if not tails or tails[-1].stream_id != stream_id:
+                tails.append(StreamTail(sid, subpath, int(stream_id), int(mtime), int(start)))
+            if text is not None:
+                tails[-1].entries.append(json.loads(text))
+        return tails

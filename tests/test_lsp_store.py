@@ -162,7 +162,9 @@ async def test_store_sessions_are_listed_with_the_chain_read_locally(
     assert sorted(items) == sorted([*local, DAMAGED])  # the local folder is empty: all come from the store
     assert all(s["readOnly"] and s["store"] == listed["stores"][0]["name"] for s in items.values())
     assert items[S2]["uri"] == f"session-store:/{listed['stores'][0]['id']}/{SHOP}/{S2}.jsonl"
-    assert [a["agentId"] for a in items[S2]["subagents"]] == ["a88b3ce23b875db07"]
+    (agent,) = items[S2]["subagents"]
+    assert agent["agentId"] == "a88b3ce23b875db07"
+    assert agent["uri"] == items[S2]["uri"].removesuffix(".jsonl") + "/subagents/agent-a88b3ce23b875db07.jsonl"
     for sid in local:
         (original,) = (CORPUS / "projects").glob(f"*/{sid}.jsonl")
         expected = resume(original, effort_statement=True).to_json()
@@ -222,7 +224,8 @@ async def test_an_append_by_another_writer_arrives_as_did_change(client: Languag
     client.changes.clear()  # type: ignore[attr-defined]
     leaf = next(e for e in store["keys"][(SHOP, S1, "")] if e.get("uuid") == chain["leafUuid"])
     row = {**leaf, "uuid": "99999999-9999-4999-8999-999999999999", "parentUuid": leaf["uuid"]}
-    proc = subprocess.run(
+    proc = await asyncio.to_thread(
+        subprocess.run,
         [sys.executable, str(WRITER), store["url"], store["schema"], "0", "2", "3", "6"],
         capture_output=True,
         text=True,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,13 @@ from storage.sessions import SessionInfo, list_sessions
 from storage.store_mirror import MirrorIsReadOnly
 from storage.transcript import Transcript
 from storage.usage import sessions_usage_json
+
+
+def iso_time(ts: float | None) -> str | None:
+    """Epoch seconds as ISO 8601 UTC with milliseconds (as `modified`), None for None."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 class SessionRequests:
@@ -130,7 +138,10 @@ class SessionRequests:
         out = [{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)]
         for feed in self.stores:
             out.extend(self._store_sessions(feed, cwd))
-        stores = [{"id": f.source.id, "name": f.source.name, "error": f.error} for f in self.stores]
+        stores = [
+            {"id": f.source.id, "name": f.source.name, "error": f.error, "updated": iso_time(f.updated)}
+            for f in self.stores
+        ]
         return {"sessions": out, "stores": stores} if self.stores else {"sessions": out}
 
     def _store_sessions(self, feed: StoreFeed, cwd: str | None) -> Sequence[dict[str, Any]]:
@@ -141,10 +152,13 @@ class SessionRequests:
         sessions = list_sessions(feed.root, dirs)
         usage = sessions_usage_json(sessions)
         extra = {"store": feed.source.name, "storeId": feed.source.id, "readOnly": True}
-        return [
-            {**s.to_json(), "usage": u, "uri": feed.uri_of(s.path), **extra}
-            for s, u in zip(sessions, usage, strict=True)
-        ]
+        out = []
+        for s, u in zip(sessions, usage, strict=True):
+            item = {**s.to_json(), "usage": u, "uri": feed.uri_of(s.path), **extra}
+            for sub in item["subagents"]:
+                sub["uri"] = feed.uri_of(Path(sub["path"]))
+            out.append(item)
+        return out
 
     def tree(self, params: dict[str, Any]) -> dict[str, Any]:
         path = self.session_path(params)

@@ -18,6 +18,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,8 @@ class StoreFeed:
         """Set once the first read of the store is done, or has failed."""
         self.error: str | None = None
         """Why the store cannot be read now (None while it is followed)."""
+        self.updated: float | None = None
+        """When (epoch seconds) the last change of the store reached the index."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
@@ -208,28 +211,50 @@ class StoreFeed:
         return None
 
     async def _resync(self, store: Any) -> None:
-        sessions = []
-        for project_key in await store.list_project_keys():
-            sessions.extend(await store.load_project(project_key))
-        self._apply(self.mirror.replace_all(sessions))
+        """Read the whole store (only what the mirror does not hold yet) and drop what it no longer has."""
+        projects = await store.list_project_keys()
+        change = MirrorChange()
+        for project_key in self.mirror.projects() - set(projects):
+            change.merge(self.mirror.remove_project(project_key))
+        for project_key in projects:
+            change.merge(await self._load(store, project_key, None))
+        self._apply(change)
 
     async def _refresh(self, store: Any, keys: set[tuple[str, str]]) -> None:
+        started = time.monotonic()
         change = MirrorChange()
         projects: dict[str, set[str]] = {}
         for project_key, session_id in keys:
             projects.setdefault(project_key, set()).add(session_id)
         for project_key, wanted in sorted(projects.items()):
-            found = await store.load_project(project_key, sorted(wanted))
-            for session in found:
-                change.merge(self.mirror.write(session))
-            for session_id in wanted - {s.session_id for s in found}:
-                change.merge(self.mirror.remove(project_key, session_id))
+            change.merge(await self._load(store, project_key, sorted(wanted)))
         self._apply(change)
+        log.debug(
+            "store %s: %d session(s) read again in %.3f s", self.source.name, len(keys), time.monotonic() - started
+        )
+
+    async def _load(self, store: Any, project_key: str, session_ids: list[str] | None) -> MirrorChange:
+        """What is new in these sessions (all of the project's when None); a session whose files are
+        not as the mirror left them is read again whole."""
+        held = self.mirror.held(project_key, session_ids)
+        tails = await store.load_tails(project_key, session_ids, held)
+        change, stale = self.mirror.apply(project_key, session_ids, tails)
+        if stale:
+            log.warning(
+                "store %s: %d mirrored session(s) changed on disk; reading them again", self.source.name, len(stale)
+            )
+            self.mirror.forget(project_key, stale)
+            tails = await store.load_tails(project_key, sorted(stale), {})
+            again, _ = self.mirror.apply(project_key, sorted(stale), tails)
+            change.merge(again)
+        return change
 
     def _apply(self, change: MirrorChange) -> None:
         changes = ChangeSet()
         for path in sorted(change.written | change.removed):
             changes.merge(self.index.update_file(path))
+        if change:
+            self.updated = time.time()
         if changes and self.on_change is not None:
             try:
                 self.on_change(changes)
