@@ -174,6 +174,9 @@ async def test_store_sessions_are_listed_with_the_chain_read_locally(
             expected["leafUuid"],
             expected["messages"],
         ), sid
+    mirror = Path(items[S1]["path"]).parents[2]  # <cache>/store-mirrors/<pid>-*/<store id>/<project>/<id>.jsonl
+    modes = {oct(p.stat().st_mode & 0o777) for p in [mirror, *mirror.rglob("*")] if not p.is_symlink()}
+    assert modes == {"0o700", "0o600"}, modes
     print(f"{len(local)} store sessions give the chain of their local transcript")
 
 
@@ -206,6 +209,10 @@ async def test_hover_and_diagnostics_on_a_store_document(
         lsp.HoverParams(text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=5, character=3))
     )
     assert hover is not None and row["uuid"] in hover.contents.value
+    lenses = await client.text_document_code_lens_async(
+        lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
+    )
+    assert {lens.command.command for lens in lenses} <= {"sessions/tree"}  # no fork or resume on a store session
     parent_line = next(
         i for i, e in enumerate(store["keys"][(SHOP, DAMAGED, "")]) if e.get("uuid") == row["parentUuid"]
     )
@@ -281,3 +288,45 @@ def test_a_bad_stores_option_is_refused() -> None:
         timeout=60,
     )
     assert proc.returncode == 2 and "--store must be a postgresql:// URL" in proc.stderr and "secret" not in proc.stderr
+
+
+async def test_a_session_deleted_from_the_store_leaves_the_index(client: LanguageClient, store: dict[str, Any]) -> None:
+    items = await store_items(client)
+    client.changes.clear()  # type: ignore[attr-defined]
+
+    async def delete() -> None:
+        async with PostgresSessionStore(store["url"], schema=store["schema"]) as writer:
+            await writer.delete({"project_key": SHOP, "session_id": DAMAGED})
+
+    await delete()
+    gone = items[DAMAGED]["path"]
+    await wait_for(lambda: any(gone in plain(c)["removed"] for c in client.changes))  # type: ignore[attr-defined]
+    after = await store_items(client)
+    assert sorted(after) == sorted(set(items) - {DAMAGED})
+    with pytest.raises(JsonRpcException) as caught:
+        await client.protocol.send_request_async("sessions/storeDocument", {"uri": items[DAMAGED]["uri"]})
+    assert caught.value.data["reason"] == "not-found"
+
+
+async def test_the_server_follows_the_store_through_a_database_restart(
+    client: LanguageClient, store: dict[str, Any], pg_server: Any
+) -> None:
+    chain = await request(client, "sessions/chain", {"sessionId": S1})
+    await asyncio.to_thread(pg_server.kill)
+
+    async def noticed_down() -> bool:
+        return (await request(client, "sessions/list", {}))["stores"][0]["error"] is not None
+
+    await wait_for(noticed_down)
+    down = (await request(client, "sessions/list", {}))["stores"][0]["error"]
+    await asyncio.to_thread(pg_server.start)
+    leaf = next(e for e in store["keys"][(SHOP, S1, "")] if e.get("uuid") == chain["leafUuid"])
+    row = {**leaf, "uuid": "88888888-8888-4888-8888-888888888888", "parentUuid": leaf["uuid"]}
+    await fill(store["url"], store["schema"], {(SHOP, S1, ""): [row]})
+
+    async def caught_up() -> bool:
+        return (await request(client, "sessions/chain", {"sessionId": S1}))["leafUuid"] == row["uuid"]
+
+    await wait_for(caught_up)
+    assert (await request(client, "sessions/list", {}))["stores"][0]["error"] is None
+    print(f"while the database was down the store's error was {down!r}; after its restart the append arrived")

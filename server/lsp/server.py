@@ -608,15 +608,19 @@ def text_document_folding_range(ls: SessionServer, params: lsp.FoldingRangeParam
 
 @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
 def text_document_code_lens(ls: SessionServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
-    view = ls.view_of(_path(params.text_document.uri))
+    path = _path(params.text_document.uri)
+    view = ls.view_of(path)
     if view is None:
         return []
+    writes = ("sessions/fork", "sessions/resume") if ls.stores.feed_of(path) is not None else ()
+    # a store session is continued only once pulled: no "Fork here" or "Resume from here" on it
     return [
         lsp.CodeLens(
             range=_line_range(lens.line, 0, 0),
             command=lsp.Command(title=lens.title, command=lens.command, arguments=lens.arguments),
         )
         for lens in lenses(view)
+        if lens.command not in writes
     ]
 
 
