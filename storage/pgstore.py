@@ -4,7 +4,7 @@ Pass a `PostgresSessionStore` as `ClaudeAgentOptions(session_store=...)`: the SD
 transcript line the CLI writes to `append()`, and a store-backed resume reads them back with
 `load()`. All six methods of the protocol are here (`append`, `load`, `list_sessions`,
 `list_session_summaries`, `delete`, `list_subkeys`), plus `list_project_keys`, `find_session`
-and `load_project` for our command line.
+and `load_project` for our command line and `load_tails` for the language server's mirror.
 
 Guarantees:
 - One `append()` is one transaction: a batch is stored whole or not at all.
