@@ -161,7 +161,7 @@ async def test_store_sessions_are_listed_with_the_chain_read_locally(
     local = sorted(p.stem for p in (CORPUS / "projects").glob("*/*.jsonl"))
     assert sorted(items) == sorted([*local, DAMAGED])  # the local folder is empty: all come from the store
     assert all(s["readOnly"] and s["store"] == listed["stores"][0]["name"] for s in items.values())
-    assert items[S2]["uri"] == f"session-store:/{listed['stores'][0]['id']}/{SHOP}/{S2}.jsonl"
+    assert items[S2]["uri"] == f"session-store://{listed['stores'][0]['id']}/{SHOP}/{S2}.jsonl"
     (agent,) = items[S2]["subagents"]
     assert agent["agentId"] == "a88b3ce23b875db07"
     assert agent["uri"] == items[S2]["uri"].removesuffix(".jsonl") + "/subagents/agent-a88b3ce23b875db07.jsonl"

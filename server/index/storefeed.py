@@ -85,9 +85,9 @@ class StoreFeed:
         self._thread.start()
 
     def uri_of(self, path: Path) -> str:
-        """`session-store:/<store id>/<path in the mirror>` of a file of this mirror."""
+        """`session-store://<store id>/<path in the mirror>` of a file of this mirror."""
         rel = Path(os.path.realpath(path)).relative_to(self.root)
-        return f"{SCHEME}:/{self.source.id}/{quote(rel.as_posix())}"
+        return f"{SCHEME}://{self.source.id}/{quote(rel.as_posix())}"
 
     def stop(self) -> None:
         """Ask the feed to end (at once; `join` waits for it). Safe to call again."""

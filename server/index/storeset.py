@@ -2,7 +2,7 @@
 
 Each store is mirrored (`StoreFeed`) into `<base>/<store id>/`, `base` being a private folder of this
 process. The editor never sees those paths: a mirror file is the document
-`session-store:/<store id>/<project key>/<session id>.jsonl` (subagents below it as on disk), whose
+`session-store://<store id>/<project key>/<session id>.jsonl` (subagents below it as on disk), whose
 text the server serves (`sessions/storeDocument`), so it is shown read-only.
 """
 
@@ -60,10 +60,11 @@ class StoreSet:
 
     def path_of(self, uri: str) -> Path | None:
         """The mirror file of a `session-store:` URI; None for other URIs, unknown stores or `..`."""
-        if not uri.startswith(f"{SCHEME}:"):
+        if not uri.startswith(f"{SCHEME}://"):
             return None
-        parts = PurePosixPath(unquote(urlsplit(uri).path)).parts
-        if len(parts) < 3 or parts[0] != "/" or any(p in (".", "..") for p in parts):
+        parts = urlsplit(uri)
+        names = PurePosixPath(unquote(parts.path)).parts
+        if len(names) < 3 or names[0] != "/" or any(n in (".", "..") for n in names):
             return None
-        feed = next((f for f in self.feeds if f.source.id == parts[1]), None)
-        return feed.root.joinpath(*parts[2:]) if feed is not None else None
+        feed = next((f for f in self.feeds if f.source.id == parts.netloc), None)
+        return feed.root.joinpath(*names[1:]) if feed is not None else None

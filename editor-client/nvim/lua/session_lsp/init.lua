@@ -953,7 +953,7 @@ function M.setup(opts)
   end
   vim.api.nvim_create_autocmd('BufReadCmd', {
     group = group,
-    pattern = 'session-store:*',
+    pattern = 'session-store://*',
     desc = 'session-lsp: a store session, read-only, from the server',
     callback = function(a)
       M.read_store_document(a.buf)
