@@ -110,6 +110,9 @@ class StoreFeed:
             loop.run_until_complete(self._task)
         except asyncio.CancelledError:
             pass
+        except ImportError as exc:  # the `pg` extra is not installed
+            self.error = f"the PostgreSQL store needs psycopg: pip install 'session-lsp[pg]' ({exc})"
+            log.error("store %s: %s", self.source.name, self.error)
         finally:
             self.ready.set()
             loop.close()
