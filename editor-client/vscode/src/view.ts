@@ -248,7 +248,8 @@ export class SessionsProvider implements vscode.TreeDataProvider<Node>, vscode.D
           .filter(Boolean)
           .join(' · ');
         item.iconPath = new vscode.ThemeIcon(node.isFork ? 'repo-forked' : 'comment-discussion');
-        item.contextValue = node.isFork ? 'session.fork' : 'session';
+        // a store session is read-only here: no resume, turn or fork on it (see package.json menus)
+        item.contextValue = s.readOnly ? 'session.store' : node.isFork ? 'session.fork' : 'session';
         item.tooltip = sessionTooltip(s, bp);
         item.resourceUri = transcriptUri(s.uri ?? s.path);
         item.command = { command: 'sessionLsp.openTranscript', title: 'Open Transcript', arguments: [node] };
