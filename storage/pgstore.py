@@ -4,7 +4,7 @@ Pass a `PostgresSessionStore` as `ClaudeAgentOptions(session_store=...)`: the SD
 transcript line the CLI writes to `append()`, and a store-backed resume reads them back with
 `load()`. All six methods of the protocol are here (`append`, `load`, `list_sessions`,
 `list_session_summaries`, `delete`, `list_subkeys`), plus `list_project_keys`, `find_session`
-and `load_project` for our command line.
+and `load_project` for our command line and `load_tails` for the language server's mirror.
 
 Guarantees:
 - One `append()` is one transaction: a batch is stored whole or not at all.
@@ -18,6 +18,9 @@ Guarantees:
 - Main-transcript summaries are folded inside the same transaction (`store_summary`), stamped
   with the same write time that `list_sessions()` reports.
 - An unreachable database fails within `connect_timeout` seconds with `StoreUnavailable`.
+- Every non-empty `append()` (a skipped retry too: it moves `mtime`) and every `delete()` sends a
+  NOTIFY on `CHANNEL` in its transaction (so listeners hear of it once it commits), with the key in the payload
+  (`change_payload`): `session-lsp serve` keeps its mirror of the store live with it.
 
 Who can read what: the tables hold whole transcripts (prompts, replies, tool inputs and outputs,
 so whatever secrets an agent saw) in plain text. Any role with SELECT on the schema reads every
@@ -35,8 +38,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from storage.errors import StoreError, StoreUnavailable
@@ -46,6 +50,10 @@ from storage.store_summary import fold_summary
 
 DEFAULT_SCHEMA = "session_store"
 __all__ = ["DEFAULT_SCHEMA", "PostgresSessionStore", "StoreError", "StoreUnavailable"]
+CHANNEL = "session_lsp_store"
+"""The NOTIFY channel of every store in a database; the payload names the schema."""
+MAX_PAYLOAD = 7900
+"""PostgreSQL refuses a NOTIFY payload of 8000 bytes or more: a longer key is sent as a resync."""
 
 
 def key_parts(key: Any) -> tuple[str, str, str]:
@@ -100,6 +108,31 @@ def new_entries(entries: Sequence[Any], stored: set[str]) -> list[int]:
             seen.add(uid)
         keep.append(i)
     return keep
+
+
+def change_payload(schema: str, op: str, project_key: str, session_id: str, subpath: str) -> str:
+    """The NOTIFY payload of a change: `{schema, op, project_key, session_id, subpath}` as JSON;
+    `{schema, op: "resync"}` when the key is too long for a payload."""
+    payload = json.dumps(
+        {"schema": schema, "op": op, "project_key": project_key, "session_id": session_id, "subpath": subpath},
+        separators=(",", ":"),
+    )
+    if len(payload.encode("utf-8")) >= MAX_PAYLOAD:
+        payload = json.dumps({"schema": schema, "op": "resync"}, separators=(",", ":"))
+    return payload
+
+
+@dataclass
+class StreamTail:
+    """One stream (a main transcript or a subkey) of a session, with its entries from `start` on."""
+
+    session_id: str
+    subpath: str
+    stream_id: int
+    mtime: int
+    start: int
+    """The position of `entries[0]` in the stream: 0 for all of it, else what the reader held."""
+    entries: list[Any] = field(default_factory=list)
 
 
 class PostgresSessionStore:
@@ -270,6 +303,8 @@ class PostgresSessionStore:
                 f"UPDATE {self._t('streams')} SET next_seq = next_seq + %s, summary = %s::json WHERE id = %s",
                 (len(keep), summary, stream_id),
             )
+            payload = change_payload(self.schema, "append", project_key, session_id, subpath)
+            await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))  # also a retry: mtime moved
 
     async def load(self, key: Any) -> list[Any] | None:
         """The entries of `key` in order; None when nothing was ever stored under it."""
@@ -319,6 +354,8 @@ class PostgresSessionStore:
             params += (subpath,)
         async with self._connection() as conn, conn.transaction():
             await conn.execute(sql, params)
+            payload = change_payload(self.schema, "delete", project_key, session_id, subpath)
+            await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))
 
     async def list_subkeys(self, key: Any) -> list[str]:
         """The subpaths stored under a session (its subagent transcripts), sorted."""
@@ -351,14 +388,17 @@ class PostgresSessionStore:
             )
             return [r[0] for r in await cur.fetchall()]
 
-    async def load_project(self, project_key: str) -> list[StoreSession]:
-        """Every session of a project with its subkeys, in one query (for listing a whole store)."""
+    async def load_project(self, project_key: str, session_ids: Sequence[str] | None = None) -> list[StoreSession]:
+        """Every session of a project (or only those of `session_ids`) with its subkeys, in one
+        query (for listing a whole store, or refreshing the sessions a NOTIFY named)."""
+        only = "" if session_ids is None else "AND s.session_id = ANY(%s) "
+        params: tuple[Any, ...] = (project_key,) if session_ids is None else (project_key, list(session_ids))
         async with self._connection() as conn:
             cur = await conn.execute(
                 f"SELECT s.session_id, s.subpath, s.mtime, e.entry::text FROM {self._t('streams')} s "
-                f"JOIN {self._t('entries')} e ON e.stream_id = s.id WHERE s.project_key = %s "
+                f"JOIN {self._t('entries')} e ON e.stream_id = s.id WHERE s.project_key = %s {only}"
                 "ORDER BY s.session_id, s.subpath, e.seq",
-                (project_key,),
+                params,
             )
             rows = await cur.fetchall()
         sessions: dict[str, StoreSession] = {}
@@ -372,3 +412,33 @@ class PostgresSessionStore:
                 session.entries.append(json.loads(text))
                 session.mtime = int(mtime)
         return [s for s in sessions.values() if s.entries]
+
+    async def load_tails(
+        self, project_key: str, session_ids: Sequence[str] | None, held: Mapping[int, int]
+    ) -> list[StreamTail]:
+        """Every stream of the project's sessions (or of `session_ids`), each with its entries from
+        `held[stream id]` on (how many a reader holds already; a stream id it does not hold, e.g. a
+        key deleted and written again, comes whole), in one query: how a mirror keeps up cheaply."""
+        only = "" if session_ids is None else "AND s.session_id = ANY(%s) "
+        ids = list(held)
+        params: list[Any] = [ids, [held[i] for i in ids], project_key]
+        if session_ids is not None:
+            params.append(list(session_ids))
+        async with self._connection() as conn:
+            cur = await conn.execute(
+                f"SELECT s.session_id, s.subpath, s.id, s.mtime, coalesce(k.held, 0), e.entry::text "
+                f"FROM {self._t('streams')} s "
+                "LEFT JOIN unnest(%s::bigint[], %s::bigint[]) AS k(stream_id, held) ON k.stream_id = s.id "
+                f"LEFT JOIN {self._t('entries')} e ON e.stream_id = s.id AND e.seq >= coalesce(k.held, 0) "
+                f"WHERE s.project_key = %s {only}"
+                "ORDER BY s.session_id, s.subpath, e.seq",
+                params,
+            )
+            rows = await cur.fetchall()
+        tails: list[StreamTail] = []
+        for sid, subpath, stream_id, mtime, start, text in rows:
+            if not tails or tails[-1].stream_id != stream_id:
+                tails.append(StreamTail(sid, subpath, int(stream_id), int(mtime), int(start)))
+            if text is not None:
+                tails[-1].entries.append(json.loads(text))
+        return tails

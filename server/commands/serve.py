@@ -19,6 +19,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     mode.add_argument("--ws", metavar="HOST:PORT", help="listen for WebSocket clients")
     add_projects_dir(p)
     p.add_argument("--polling", action="store_true", help="poll the folder instead of OS events (network drives)")
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        action="append",
+        default=[],
+        help="also serve the sessions of this session store (postgresql://...), read-only; repeatable",
+    )
+    p.add_argument("--store-schema", default="session_store", help="the stores' PostgreSQL schema")
     p.add_argument("--log-file", type=Path, help="write the log here (stdout is only protocol)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
     p.set_defaults(func=cmd_serve)
@@ -46,8 +54,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=level, handlers=handlers, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from server.lsp.options import InitializationOptions
     from server.lsp.server import server
+    from storage.errors import InvalidArgument
+    from storage.store_source import StoreSource, check_schema, parse_store
 
-    server.defaults = InitializationOptions(projects_dir=args.projects_dir, polling=args.polling)
+    try:
+        schema = check_schema(args.store_schema, "--store-schema")
+        stores = tuple(StoreSource(parse_store(url, "--store").url, schema) for url in args.store)
+    except InvalidArgument as exc:
+        raise CommandError(str(exc)) from exc
+    server.defaults = InitializationOptions(projects_dir=args.projects_dir, polling=args.polling, stores=stores)
     if args.tcp:
         server.start_tcp(*_host_port(args.tcp))
     elif args.ws:

@@ -6,20 +6,31 @@ into a JSON-RPC InvalidParams error and keeps serving.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from server.features.tree import TreeView
+from server.index.storefeed import StoreFeed
 from server.params import bool_param, str_param
-from storage.access import Access, real_root, resolve_target
-from storage.errors import InvalidArgument, OutsideProjects
+from storage.access import Access, is_inside, real_root, resolve_target
+from storage.errors import InvalidArgument, NotFound, OutsideProjects, SessionLspError
 from storage.indexedlist import list_sessions_indexed
 from storage.paths import candidate_project_dirs, resolve_cwd
 from storage.resume import resume
 from storage.sessions import SessionInfo, list_sessions
+from storage.store_mirror import MirrorIsReadOnly
 from storage.transcript import Transcript
 from storage.usage import sessions_usage_json
+
+
+def iso_time(ts: float | None) -> str | None:
+    """Epoch seconds as ISO 8601 UTC with milliseconds (as `modified`), None for None."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 class SessionRequests:
@@ -30,10 +41,14 @@ class SessionRequests:
         projects_dir: Path,
         transcript_of: Callable[[Path], Transcript] | None = None,
         find_uuid: Callable[[str], list[tuple[Path, Any]]] | None = None,
+        *,
+        stores: Sequence[StoreFeed] = (),
     ) -> None:
         self.projects_dir = projects_dir
         self._transcript_of = transcript_of or Transcript.load
         self._find_uuid = find_uuid
+        self.stores = list(stores)
+        """Session stores mirrored read-only: their mirrors are further roots to read from, never to write."""
 
     def _link_forks(self, sessions: list[SessionInfo]) -> None:
         """With the index at hand, a `--fork-session` copy made after a compaction (which starts at
@@ -58,10 +73,58 @@ class SessionRequests:
             raise OutsideProjects(f"this server serves the projects folder {self.projects_dir}, not {given}")
 
     def session_path(self, params: dict[str, Any], access: Access = "read") -> Path:
-        """The session named by `path` or `sessionId`, decided by `storage.access`."""
+        """The session named by `path` or `sessionId`, decided by `storage.access`: in the projects
+        folder, else (an id found in no local folder, or a path in a mirror) in a store's mirror,
+        which is only read: asking to write there raises `MirrorIsReadOnly`."""
         path = str_param(params, "path", required=False)
         sid = None if path is not None else str_param(params, "sessionId", required=True)
-        return resolve_target(self.projects_dir, path=path, session_id=sid, access=access)
+        if path is not None:
+            feed = self.store_of(Path(os.path.abspath(os.path.expanduser(path))))
+            if feed is None:
+                return resolve_target(self.projects_dir, path=path, access=access)
+            found = resolve_target(feed.root, path=path, access="read")
+            self._refuse(feed, found, access)
+            return found
+        try:
+            return resolve_target(self.projects_dir, session_id=sid, access=access)
+        except NotFound:
+            for feed in self.stores:
+                try:
+                    found = resolve_target(feed.root, session_id=sid, access="read")
+                except NotFound:
+                    continue
+                self._refuse(feed, found, access)
+                return found
+            raise
+
+    def store_of(self, path: Path) -> StoreFeed | None:
+        """The store whose mirror holds `path`, if any."""
+        real = Path(os.path.realpath(path))
+        return next((f for f in self.stores if is_inside(f.root, real)), None)
+
+    @staticmethod
+    def _refuse(feed: StoreFeed, path: Path, access: Access, what: str | None = None) -> None:
+        if access == "read" and what is None:
+            return
+        sid = path.stem
+        doing = what or "writing to it"
+        raise MirrorIsReadOnly(
+            f"session {sid} is held in the session store {feed.source.name} and is read-only here: {doing} "
+            f"would write into the store's mirror. Resume it locally first (session-lsp pull {sid} --store URL), "
+            "then work on the local copy"
+        )
+
+    def refuse_store_write(self, params: dict[str, Any], what: str) -> None:
+        """Raise `MirrorIsReadOnly` when `sessionId`/`path` name a store session (none of that id locally)."""
+        if not self.stores or (params.get("sessionId") is None and params.get("path") is None):
+            return
+        try:
+            path = self.session_path(params)
+        except SessionLspError:
+            return  # not a session we can read: the request's own checks answer
+        feed = self.store_of(path)
+        if feed is not None:
+            self._refuse(feed, path, "write", what)
 
     # -- requests ----------------------------------------------------------------------------
     def list(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +135,30 @@ class SessionRequests:
         sessions = list_sessions_indexed(root, dirs)
         self._link_forks(sessions)
         usage = sessions_usage_json(sessions)
-        return {"sessions": [{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)]}
+        out = [{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)]
+        for feed in self.stores:
+            out.extend(self._store_sessions(feed, cwd))
+        stores = [
+            {"id": f.source.id, "name": f.source.name, "error": f.error, "updated": iso_time(f.updated)}
+            for f in self.stores
+        ]
+        return {"sessions": out, "stores": stores} if self.stores else {"sessions": out}
+
+    def _store_sessions(self, feed: StoreFeed, cwd: str | None) -> Sequence[dict[str, Any]]:
+        """A store's sessions as `sessions/list` items, with `store` (its name), `storeId` and `readOnly`."""
+        if not feed.root.is_dir():
+            return []
+        dirs = candidate_project_dirs(feed.root, resolve_cwd(cwd)) if cwd else None
+        sessions = list_sessions(feed.root, dirs)
+        usage = sessions_usage_json(sessions)
+        extra = {"store": feed.source.name, "storeId": feed.source.id, "readOnly": True}
+        out = []
+        for s, u in zip(sessions, usage, strict=True):
+            item = {**s.to_json(), "usage": u, "uri": feed.uri_of(s.path), **extra}
+            for sub in item["subagents"]:
+                sub["uri"] = feed.uri_of(Path(sub["path"]))
+            out.append(item)
+        return out
 
     def tree(self, params: dict[str, Any]) -> dict[str, Any]:
         path = self.session_path(params)
@@ -124,6 +210,9 @@ class SessionRequests:
         from storage.fork import fork_session
 
         path = self.session_path(params)
+        feed = self.store_of(path)
+        if feed is not None:
+            self._refuse(feed, path, "write", "forking it (the fork goes beside its source)")
         at = str_param(params, "atUuid", required=False)
         title = str_param(params, "title", required=False)
         session_id, new_path = fork_session(path, self.projects_dir, at_uuid=at, title=title)

@@ -20,6 +20,7 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, override
 
 from storage.errors import InvalidArgument
+from storage.store_source import StoreSource, parse_stores
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class InitializationOptions:
     """`watch`: follow changes to the folder live."""
     polling: bool = False
     """`polling`: poll instead of OS events (network drives)."""
+    stores: tuple[StoreSource, ...] = ()
+    """`stores`: session stores (postgresql:// URLs, or `{url, schema}`) mirrored read-only beside the folder."""
 
     @classmethod
     def parse(cls, raw: Any, *, defaults: Self | None = None) -> Self:
@@ -138,6 +141,9 @@ options_converter.register_structure_hook(str, _strict_str)
 options_converter.register_structure_hook(Path, _path)
 options_converter.register_structure_hook_factory(_is_array, _array_hook)
 options_converter.register_structure_hook_factory(is_dataclass, _dataclass_hook)
+options_converter.register_structure_hook_func(
+    lambda kind: kind == tuple[StoreSource, ...], lambda value, _: parse_stores(value)
+)
 
 
 def _bad_option(exc: cattrs.ClassValidationError, cls: type[Any]) -> BadOption:
@@ -149,7 +155,8 @@ def _bad_option(exc: cattrs.ClassValidationError, cls: type[Any]) -> BadOption:
     for sub, note in with_notes:
         name = camel_case(note.name)
         names.append(name)
-        problems.append(f"initialization option {name!r} {sub}")
+        # our own parsers (e.g. `parse_stores`) name the option themselves
+        problems.append(str(sub) if isinstance(sub, InvalidArgument) else f"initialization option {name!r} {sub}")
     for sub in others:
         for name in sorted(getattr(sub, "extra_fields", ())):
             names.append(name)

@@ -42,16 +42,20 @@ from server.features.requests import SessionRequests
 from server.features.symbols import workspace_symbols
 from server.features.tree import TreeView
 from server.index import ProjectIndex
+from server.index.storeset import StoreSet
 from server.lsp.errors import to_jsonrpc
 from server.lsp.framing import FrameError, StreamReader, serve_frames
 from server.lsp.options import InitializationOptions
+from server.params import str_param
 from server.version import version
-from storage.access import is_inside, real_root
+from storage.access import is_inside, real_root, resolve_target
 from storage.errors import InvalidArgument, SessionLspError
 from storage.paths import default_projects_dir
 from storage.search import SearchIndex
 
 log = logging.getLogger(__name__)
+STORE_WAIT = 30.0
+"""Seconds the first index waits for the stores' first read (a store that does not answer gives up sooner)."""
 EXIT_GRACE = 1.5
 """Seconds that running turns get to record their interruption at `exit` before the process ends."""
 CANCEL_GRACE = 1.5
@@ -63,6 +67,7 @@ CUSTOM_REQUESTS = (
     "sessions/resume",
     "sessions/fork",
     "sessions/runTurn",
+    "sessions/storeDocument",
 )
 SEVERITY = {
     "error": lsp.DiagnosticSeverity.Error,
@@ -202,6 +207,8 @@ class SessionServer(LanguageServer):
         file on the next search (the first one, without a watcher, or after the folder came back)."""
         self.grants = SessionGrants()
         """Tools the person allowed for the rest of a session (`sessions/permission` answers)."""
+        self.stores = StoreSet(())
+        """The session stores mirrored read-only beside the projects folder (`stores` option)."""
         self._views: dict[Path, tuple[int, TreeView]] = {}
         self._lock = threading.RLock()
         self._ending = threading.Lock()
@@ -252,6 +259,7 @@ class SessionServer(LanguageServer):
                     self.watcher.stop()
                 except RuntimeError:
                     log.debug("watcher stop during start-up", exc_info=True)
+            self.stores.stop()
             self.turns.wait_idle(EXIT_GRACE)
             from storage.writequeue import flush_all
 
@@ -263,14 +271,33 @@ class SessionServer(LanguageServer):
     def configure(self, projects_dir: Path) -> None:
         self.projects_dir = projects_dir.expanduser()
         self.index = ProjectIndex(self.projects_dir)
-        self.requests = SessionRequests(self.projects_dir, self.transcript_of, self.index.find_uuid)
+        self.stores = StoreSet(self.options.stores, self.on_index_change)
+        self.requests = SessionRequests(
+            self.projects_dir, self.transcript_of, self.index.find_uuid, stores=self.stores.feeds
+        )
+
+    def index_for(self, path: Path) -> ProjectIndex | None:
+        """The index of the projects folder or of the store mirror holding `path`; None for others."""
+        feed = self.stores.feed_of(path)
+        if feed is not None:
+            return feed.index
+        return self.index if self.under_projects(path) else None
+
+    def uri_of(self, path: Path) -> str:
+        """A file's URI for the editor: `session-store:` for a store's mirror, else `file:`."""
+        return self.stores.uri_of(path) or from_fs_path(str(path)) or ""
+
+    def path_of(self, uri: str) -> Path:
+        return self.stores.path_of(uri) or Path(to_fs_path(uri) or uri)
 
     def state_of(self, path: Path) -> Any:
-        assert self.index is not None
-        fs = self.index.files.get(path)
-        if fs is None and path.suffix == ".jsonl" and path.is_file() and self.under_projects(path):
-            self.index.update_file(path)
-            fs = self.index.files.get(path)
+        index = self.index_for(path)
+        if index is None:
+            return None
+        fs = index.files.get(path)
+        if fs is None and path.suffix == ".jsonl" and path.is_file():
+            index.update_file(path)
+            fs = index.files.get(path)
         return fs
 
     def search_index(self) -> SearchIndex:
@@ -317,12 +344,14 @@ class SessionServer(LanguageServer):
             return view
 
     def lsp_diagnostics(self, path: Path) -> list[lsp.Diagnostic]:
-        assert self.index is not None
+        index = self.index_for(path)
+        if index is None:
+            return []
         out = []
-        for d in self.index.diagnostics(path):
+        for d in index.diagnostics(path):
             related = [
                 lsp.DiagnosticRelatedInformation(
-                    location=lsp.Location(uri=from_fs_path(str(r.path)) or "", range=_line_range(r.line)),
+                    location=lsp.Location(uri=self.uri_of(r.path), range=_line_range(r.line)),
                     message=r.message,
                 )
                 for r in d.related
@@ -340,7 +369,7 @@ class SessionServer(LanguageServer):
         return out
 
     def publish(self, paths: set[Path]) -> None:
-        open_docs = {Path(to_fs_path(uri) or ""): uri for uri in self.workspace.text_documents}
+        open_docs = {self.path_of(uri): uri for uri in self.workspace.text_documents}
         for path in paths:
             uri = open_docs.get(path)
             if uri is not None:
@@ -358,7 +387,7 @@ class SessionServer(LanguageServer):
                 self.search_changed |= set(change.changed) | set(change.removed)
         self.publish(set(change.changed) | set(change.diagnostics))
         for p in change.removed:
-            uri = from_fs_path(str(p))
+            uri = self.uri_of(p)
             if uri in self.workspace.text_documents:
                 self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
         if change.session_ids or change.removed:
@@ -379,7 +408,7 @@ server = SessionServer()
 
 
 def _path(uri: str) -> Path:
-    return Path(to_fs_path(uri) or uri)
+    return server.path_of(uri)
 
 
 def _object_params(params: Any) -> dict[str, Any]:
@@ -445,6 +474,8 @@ def _initial_scan(ls: SessionServer) -> None:
             ls.watcher = watcher
         elif ls.projects_dir.is_dir():
             ls.index.scan(progress)
+        ls.stores.start()
+        ls.stores.wait_ready(STORE_WAIT)
     finally:
         ls.ready.set()
         if have_progress:
@@ -461,6 +492,7 @@ def shutdown(ls: SessionServer, params: Any) -> None:
             ls.watcher.stop()
         except RuntimeError:  # stopped before it was fully started
             log.debug("watcher stop during start-up", exc_info=True)
+    ls.stores.stop()
 
 
 @server.feature(lsp.EXIT)
@@ -506,12 +538,11 @@ async def workspace_diagnostic(ls: SessionServer, params: lsp.WorkspaceDiagnosti
     await _until_ready(ls)
     assert ls.index is not None
     reports: list[Any] = []
-    for path in sorted(ls.index.files):
+    files = [*ls.index.files, *(f for feed in ls.stores.feeds for f in list(feed.index.files))]
+    for path in sorted(files):
         items = ls.lsp_diagnostics(path)
         if items:
-            reports.append(
-                lsp.WorkspaceFullDocumentDiagnosticReport(uri=from_fs_path(str(path)) or "", items=items, version=None)
-            )
+            reports.append(lsp.WorkspaceFullDocumentDiagnosticReport(uri=ls.uri_of(path), items=items, version=None))
     return lsp.WorkspaceDiagnosticReport(items=reports)
 
 
@@ -532,26 +563,28 @@ def text_document_hover(ls: SessionServer, params: lsp.HoverParams) -> lsp.Hover
 
 
 def _locations(hits: list[tuple[Path, int]]) -> list[lsp.Location] | None:
-    return [lsp.Location(uri=from_fs_path(str(p)) or "", range=_line_range(line, 0, 0)) for p, line in hits] or None
+    return [lsp.Location(uri=server.uri_of(p), range=_line_range(line, 0, 0)) for p, line in hits] or None
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
 def text_document_definition(ls: SessionServer, params: lsp.DefinitionParams) -> list[lsp.Location] | None:
     path = _path(params.text_document.uri)
     view = ls.view_of(path)
-    if view is None or ls.index is None:
+    index = ls.index_for(path)
+    if view is None or index is None:
         return None
-    return _locations(navigation.definition(path, view, ls.index, params.position.line, params.position.character))
+    return _locations(navigation.definition(path, view, index, params.position.line, params.position.character))
 
 
 @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
 def text_document_references(ls: SessionServer, params: lsp.ReferenceParams) -> list[lsp.Location] | None:
     path = _path(params.text_document.uri)
     view = ls.view_of(path)
-    if view is None or ls.index is None:
+    index = ls.index_for(path)
+    if view is None or index is None:
         return None
     return _locations(
-        navigation.references(path, view, ls.index, params.position.line, params.context.include_declaration)
+        navigation.references(path, view, index, params.position.line, params.context.include_declaration)
     )
 
 
@@ -599,15 +632,19 @@ def text_document_folding_range(ls: SessionServer, params: lsp.FoldingRangeParam
 
 @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
 def text_document_code_lens(ls: SessionServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
-    view = ls.view_of(_path(params.text_document.uri))
+    path = _path(params.text_document.uri)
+    view = ls.view_of(path)
     if view is None:
         return []
+    writes = ("sessions/fork", "sessions/resume") if ls.stores.feed_of(path) is not None else ()
+    # a store session is continued only once pulled: no "Fork here" or "Resume from here" on it
     return [
         lsp.CodeLens(
             range=_line_range(lens.line, 0, 0),
             command=lsp.Command(title=lens.title, command=lens.command, arguments=lens.arguments),
         )
         for lens in lenses(view)
+        if lens.command not in writes
     ]
 
 
@@ -725,6 +762,7 @@ async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
             raise InvalidArgument("parameter 'workDoneToken' must be a string or an integer")
         service = _service(ls)
         service.same_projects_dir(plain)
+        service.refuse_store_write(plain, "running a turn")
         request = TurnRequest.from_json(plain)
         request.projects_dir = ls.projects_dir
     except SessionLspError as exc:
@@ -767,8 +805,32 @@ async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
     return out
 
 
+def store_document(ls: SessionServer, params: Any) -> dict[str, Any]:
+    """`sessions/storeDocument {uri}`: the text of a store session's file (a `session-store:` URI), read
+    from the mirror; the editor shows it read-only."""
+    plain = _object_params(params)
+    try:
+        uri = str_param(plain, "uri", required=True)
+        assert uri is not None
+        path = ls.stores.path_of(uri)
+        feed = ls.stores.feed_of(path) if path is not None else None
+        if path is None or feed is None:
+            raise InvalidArgument(f"not a document of this server's session stores: {uri}")
+        real = resolve_target(feed.root, path=path, access="read")
+        text = real.read_bytes().decode("utf-8", "replace")
+    except SessionLspError as exc:
+        raise to_jsonrpc(exc) from exc
+    return {"uri": uri, "text": text, "store": feed.source.name, "readOnly": True}
+
+
+server.feature("sessions/storeDocument")(store_document)
+
+
 def _register_command(name: str) -> None:
     """Each custom request is also a `workspace/executeCommand` command taking one object."""
+    if name == "sessions/storeDocument":
+        server.command(name)(lambda ls, *args: store_document(ls, args[0] if args else {}))
+        return
     if name == "sessions/runTurn":
 
         async def run_command(ls: SessionServer, *args: Any) -> Any:

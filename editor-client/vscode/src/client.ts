@@ -20,14 +20,14 @@ import {
   resolveExecutable,
   ServerLaunch,
 } from './lib/command';
-import { DidChangeParams, Methods } from './lib/protocol';
+import { DidChangeParams, Methods, STORE_SCHEME } from './lib/protocol';
 import { rewriteLensCommand } from './lib/lenses';
 import { linkUri } from './lib/conversationLink';
 import { unmarkSnippet } from './lib/format';
 
 export type ServerState = 'stopped' | 'starting' | 'running' | 'missing' | 'failed';
 
-const RESTART_KEYS = ['serverCommand', 'pythonPath', 'projectsDir', 'polling'];
+const RESTART_KEYS = ['serverCommand', 'pythonPath', 'projectsDir', 'polling', 'stores'];
 
 export class SessionServer implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -140,6 +140,7 @@ export class SessionServer implements vscode.Disposable {
     }
 
     const configuredDir = (cfg.get<string>('projectsDir') ?? '').trim();
+    const stores = (cfg.get<unknown[]>('stores') ?? []).filter((u): u is string => typeof u === 'string' && u.trim() !== '');
     const projectsDir = this.projectsDir;
     const serverOptions: ServerOptions = {
       command: resolved,
@@ -150,12 +151,14 @@ export class SessionServer implements vscode.Disposable {
       documentSelector: [
         { language: 'claude-transcript' },
         { scheme: 'file', pattern: `${projectsDir.replace(/\\/g, '/')}/**/*.jsonl` },
+        { scheme: STORE_SCHEME },
       ],
       outputChannel: this.output,
       initializationOptions: {
         ...(configuredDir ? { projectsDir } : {}),
         watch: true,
         polling: cfg.get<boolean>('polling') ?? false,
+        ...(stores.length ? { stores: stores.map((u) => u.trim()) } : {}),
       },
       middleware: {
         // The server's lenses name its workspace commands; run the extension's richer commands instead.

@@ -20,6 +20,7 @@ import {
 } from './lib/protocol';
 import { findUuidLine, promptsInText, sessionIdInText, uuidAtLine } from './lib/transcript';
 import { Node } from './lib/tree';
+import { transcriptUri } from './storeDocuments';
 
 export const TRANSCRIPT_LANGUAGE = 'claude-transcript';
 /** The LSP symbol kind of a session in workspace/symbol (its messages have other kinds). */
@@ -157,9 +158,9 @@ export class Commands {
       const node = arg as Node;
       switch (node.kind) {
         case 'session':
-          return { sessionId: node.info.sessionId, info: node.info, path: node.info.path };
+          return { sessionId: node.info.sessionId, info: node.info, path: node.info.uri ?? node.info.path };
         case 'subagent':
-          return { sessionId: node.session.sessionId, info: node.session, path: node.info.path };
+          return { sessionId: node.session.sessionId, info: node.session, path: node.info.uri ?? node.info.path };
         case 'branchPoint':
           return {
             sessionId: node.session.sessionId,
@@ -223,7 +224,7 @@ export class Commands {
   // ---- open ----------------------------------------------------------------------------------
 
   async showTranscript(file: string, line: number | 'end'): Promise<vscode.TextEditor> {
-    let doc = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
+    let doc = await vscode.workspace.openTextDocument(transcriptUri(file));
     if (doc.languageId !== TRANSCRIPT_LANGUAGE) {
       try {
         doc = await vscode.languages.setTextDocumentLanguage(doc, TRANSCRIPT_LANGUAGE);
@@ -245,11 +246,11 @@ export class Commands {
     if (arg && typeof arg === 'object' && 'kind' in (arg as Node)) {
       const node = arg as Node;
       if (node.kind === 'subagent') {
-        await this.showTranscript(node.info.path, 'end');
+        await this.showTranscript(node.info.uri ?? node.info.path, 'end');
         return;
       }
       if (node.kind === 'branchPoint') {
-        await this.showTranscript(node.session.path, node.line);
+        await this.showTranscript(node.session.uri ?? node.session.path, node.line);
         return;
       }
     }
@@ -257,7 +258,7 @@ export class Commands {
     if (!t) {
       return;
     }
-    const file = t.info?.path ?? t.path;
+    const file = t.info?.uri ?? t.info?.path ?? t.path;
     if (!file) {
       throw new Error(`no transcript is known for session ${t.sessionId}`);
     }

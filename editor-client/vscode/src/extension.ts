@@ -5,6 +5,7 @@ import { SessionServer } from './client';
 import { Commands, TRANSCRIPT_LANGUAGE } from './commands';
 import { SessionsProvider } from './view';
 import { isInside } from './lib/command';
+import { StoreDocuments } from './storeDocuments';
 
 let server: SessionServer | undefined;
 
@@ -21,6 +22,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(sessions, view);
 
   new Commands(server, sessions).register(context);
+  context.subscriptions.push(new StoreDocuments(server));
 
   // Transcripts outside ~/.claude/projects (a configured projects folder) get the transcript language too.
   const srv = server;

@@ -3,6 +3,7 @@
 import * as vscode from 'vscode';
 import { SessionServer } from './client';
 import { formatBytes, formatCount, relativeTime } from './lib/format';
+import { transcriptUri } from './storeDocuments';
 import { SessionInfo, SessionsListResult, SessionTreeResult, Methods } from './lib/protocol';
 import {
   allSessions,
@@ -221,9 +222,11 @@ export class SessionsProvider implements vscode.TreeDataProvider<Node>, vscode.D
       case 'project': {
         const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.Expanded);
         item.id = node.id;
-        item.iconPath = new vscode.ThemeIcon('folder');
+        item.iconPath = new vscode.ThemeIcon(node.store ? 'database' : 'folder');
         item.description = formatCount(node.sessions.length, 'session');
-        item.tooltip = `${node.label}\n${node.projectDir}`;
+        item.tooltip = node.store
+          ? `${node.label}\nIn the session store ${node.store} (read-only: pull a session to continue it)`
+          : `${node.label}\n${node.projectDir}`;
         item.contextValue = 'project';
         return item;
       }
@@ -245,9 +248,10 @@ export class SessionsProvider implements vscode.TreeDataProvider<Node>, vscode.D
           .filter(Boolean)
           .join(' · ');
         item.iconPath = new vscode.ThemeIcon(node.isFork ? 'repo-forked' : 'comment-discussion');
-        item.contextValue = node.isFork ? 'session.fork' : 'session';
+        // a store session is read-only here: no resume, turn or fork on it (see package.json menus)
+        item.contextValue = s.readOnly ? 'session.store' : node.isFork ? 'session.fork' : 'session';
         item.tooltip = sessionTooltip(s, bp);
-        item.resourceUri = vscode.Uri.file(s.path);
+        item.resourceUri = transcriptUri(s.uri ?? s.path);
         item.command = { command: 'sessionLsp.openTranscript', title: 'Open Transcript', arguments: [node] };
         return item;
       }

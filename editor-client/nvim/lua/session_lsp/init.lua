@@ -24,6 +24,9 @@ local defaults = {
   -- Watch the projects folder for changes (and poll instead of OS events, for network drives).
   watch = true,
   polling = false,
+  -- Session stores (postgresql:// URLs, or { url = ..., schema = ... }) whose sessions are listed beside
+  -- the local ones, read-only; they open as `session-store:` buffers that the server fills.
+  stores = {},
   -- Attach the server to transcripts as they are opened.
   autostart = true,
   -- Where :SessionResume and :SessionTurn open their buffers.
@@ -198,13 +201,23 @@ local function permission_handler(_, params)
   return { decision = decision }
 end
 
+--- The server's initializationOptions (`stores` only when some are configured: an empty Lua table
+--- would reach the server as an object).
+function M.init_options(root)
+  local opts = { projectsDir = root, watch = M.config.watch, polling = M.config.polling }
+  if type(M.config.stores) == 'table' and #M.config.stores > 0 then
+    opts.stores = M.config.stores
+  end
+  return opts
+end
+
 function M.client_config()
   local root = M.projects_dir()
   return {
     name = NAME,
     cmd = as_list(M.config.cmd),
     root_dir = root,
-    init_options = { projectsDir = root, watch = M.config.watch, polling = M.config.polling },
+    init_options = M.init_options(root),
     get_language_id = function()
       return 'claude-transcript'
     end,
@@ -453,6 +466,9 @@ function M.format_session(s)
   if type(val(s.forkedFrom)) == 'table' then
     table.insert(parts, 'fork of ' .. tostring(val(s.forkedFrom.sessionId) or '?'):sub(1, 8))
   end
+  if val(s.store) then
+    table.insert(parts, 'store ' .. tostring(s.store))
+  end
   table.insert(parts, s.sessionId)
   return table.concat(parts, ' │ ')
 end
@@ -461,7 +477,9 @@ local function set_session_list(sessions, action, id)
   local items, ids = {}, {}
   for _, s in ipairs(sessions) do
     state.sessions[s.sessionId] = s
-    table.insert(items, { filename = s.path, lnum = 1, col = 1, text = M.format_session(s) })
+    -- a store session opens as its read-only `session-store:` document
+    local file = val(s.uri) or s.path
+    table.insert(items, { filename = file, lnum = 1, col = 1, text = M.format_session(s) })
     table.insert(ids, s.sessionId)
   end
   local what = { title = QF_TITLE, items = items, context = { session_lsp = true, ids = ids } }
@@ -957,6 +975,31 @@ function M.create_commands()
   end, { nargs = '+', desc = 'full-text search of every session; <CR> opens the conversation at the message' })
 end
 
+--- Fill a `session-store:` buffer with its text from the server, read-only, and attach the server.
+function M.read_store_document(bufnr)
+  local uri = vim.api.nvim_buf_get_name(bufnr)
+  vim.api.nvim_buf_set_option(bufnr, 'buftype', 'nofile')
+  vim.api.nvim_buf_set_option(bufnr, 'swapfile', false)
+  M.request('sessions/storeDocument', { uri = uri }, function(e, result)
+    if e or type(result) ~= 'table' then
+      return err('sessions/storeDocument: ' .. message_of(e))
+    end
+    if not vim.api.nvim_buf_is_valid(bufnr) then
+      return
+    end
+    local lines = vim.split(result.text or '', '\n', { plain = true })
+    if lines[#lines] == '' then
+      table.remove(lines)
+    end
+    vim.api.nvim_buf_set_option(bufnr, 'modifiable', true)
+    vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, lines)
+    vim.api.nvim_buf_set_option(bufnr, 'modifiable', false)
+    vim.api.nvim_buf_set_option(bufnr, 'readonly', true)
+    vim.api.nvim_buf_set_option(bufnr, 'modified', false)
+    M.attach(bufnr)
+  end)
+end
+
 function M.setup(opts)
   M.config = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
   if opts and opts.cmd then
@@ -964,6 +1007,9 @@ function M.setup(opts)
   end
   if opts and opts.claude_cmd then
     M.config.claude_cmd = opts.claude_cmd
+  end
+  if opts and opts.stores then
+    M.config.stores = opts.stores
   end
   M.create_commands()
   local group = vim.api.nvim_create_augroup('session_lsp', { clear = true })
@@ -985,6 +1031,14 @@ function M.setup(opts)
       end
     end
   end
+  vim.api.nvim_create_autocmd('BufReadCmd', {
+    group = group,
+    pattern = 'session-store://*',
+    desc = 'session-lsp: a store session, read-only, from the server',
+    callback = function(a)
+      M.read_store_document(a.buf)
+    end,
+  })
   vim.api.nvim_create_autocmd('FileType', {
     group = group,
     pattern = 'qf',

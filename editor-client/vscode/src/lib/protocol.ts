@@ -4,6 +4,8 @@ export interface SubagentInfo {
   agentId: string;
   path: string;
   agentType?: string | null;
+  /** For a store session's subagent: its read-only `session-store:` document. */
+  uri?: string;
 }
 
 export interface ForkOrigin {
@@ -25,6 +27,12 @@ export interface SessionInfo {
   subagents?: SubagentInfo[] | null;
   sizeBytes?: number | null;
   gitBranch?: string | null;
+  /** Set for a session of a session store: the store's name (its URL without password). */
+  store?: string;
+  storeId?: string;
+  /** The read-only `session-store:` document of a store session. */
+  uri?: string;
+  readOnly?: boolean;
 }
 
 export interface SessionsListParams {
@@ -221,4 +229,15 @@ export const Methods = {
   runTurn: 'sessions/runTurn',
   permission: 'sessions/permission',
   didChange: 'sessions/didChange',
+  storeDocument: 'sessions/storeDocument',
 } as const;
+
+/** The URI scheme of a store session's read-only document; its text comes from sessions/storeDocument. */
+export const STORE_SCHEME = 'session-store';
+
+export interface StoreDocumentResult {
+  uri: string;
+  text: string;
+  store: string;
+  readOnly: boolean;
+}

@@ -9,6 +9,8 @@ export interface ProjectNode {
   id: string;
   projectDir: string;
   label: string;
+  /** The session store holding this project's sessions (its name); undefined for the local folder. */
+  store?: string;
   modified: string;
   sessions: SessionNode[];
 }
@@ -115,18 +117,22 @@ export function buildSessionTree(sessions: SessionInfo[]): ProjectNode[] {
   const projects = new Map<string, ProjectNode>();
   for (const node of roots.sort(byModifiedDesc)) {
     const dir = node.info.projectDir ?? '';
-    let p = projects.get(dir);
+    const store = node.info.storeId ? node.info.store ?? node.info.storeId : undefined;
+    const key = node.info.storeId ? `store:${node.info.storeId}:${dir}` : dir;
+    let p = projects.get(key);
     if (!p) {
       // roots are sorted newest first, so the first session names the project.
+      const label = projectLabel(dir, node.info.cwd);
       p = {
         kind: 'project',
-        id: `project:${dir}`,
+        id: `project:${key}`,
         projectDir: dir,
-        label: projectLabel(dir, node.info.cwd),
+        label: store ? `${label} — ${store}` : label,
         modified: node.info.modified ?? node.info.created ?? '',
         sessions: [],
+        store,
       };
-      projects.set(dir, p);
+      projects.set(key, p);
     }
     p.sessions.push(node);
   }
