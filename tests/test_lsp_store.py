@@ -330,3 +330,51 @@ async def test_the_server_follows_the_store_through_a_database_restart(
     await wait_for(caught_up)
     assert (await request(client, "sessions/list", {}))["stores"][0]["error"] is None
     print(f"while the database was down the store's error was {down!r}; after its restart the append arrived")
+
+
+async def test_a_turn_in_the_store_appends_to_the_store_and_the_local_copy(
+    client: LanguageClient, projects: Path, store: dict[str, Any], tmp_path: Path
+) -> None:
+    items = await store_items(client)
+    store_id = items[S1]["storeId"]
+    before = await request(client, "sessions/chain", {"sessionId": S1})
+    work = tmp_path / "work"
+    work.mkdir()
+    client.changes.clear()  # type: ignore[attr-defined]
+    params = {"sessionId": S1, "store": store_id, "prompt": "in the store", "cwd": str(work), "provider": "anthropic"}
+    out = await request(client, "sessions/runTurn", params)
+    assert out["pushed"] > 0 and out["projectKey"] == SHOP, out
+    local = projects / SHOP / f"{S1}.jsonl"
+    assert Path(out["path"]) == local and local.is_file()
+
+    async def stored() -> list[Any]:
+        async with PostgresSessionStore(store["url"], schema=store["schema"]) as reader:
+            return list(await reader.load({"project_key": SHOP, "session_id": S1}))
+
+    # the store now holds exactly the local copy's rows, the turn's reply last
+    assert await stored() == entries_of(local)
+    replies = [e for e in entries_of(local) if e.get("type") == "assistant"]
+    assert replies[-1]["message"]["content"][0]["text"] == "echo: in the store"
+    # the mirror follows through NOTIFY: the store session's chain ends with the turn's reply
+    await wait_for(lambda: S1 in {sid for c in client.changes for sid in plain(c)["sessionIds"]})  # type: ignore[attr-defined]
+
+    async def grown() -> bool:
+        chain = await request(client, "sessions/chain", {"path": items[S1]["path"]})
+        return bool(len(chain["uuids"]) == len(before["uuids"]) + 2)
+
+    await wait_for(grown)
+    # a second turn goes on from the store again, not only from the local copy
+    again = await request(client, "sessions/runTurn", {**params, "prompt": "and again"})
+    assert again["pushed"] > 0
+    assert await stored() == entries_of(local)
+
+
+async def test_a_turn_in_a_store_the_server_does_not_know_is_refused(client: LanguageClient, projects: Path) -> None:
+    for params, field in (
+        ({"sessionId": S1, "store": "0123456789ab", "prompt": "x"}, "store"),
+        ({"path": "/x.jsonl", "store": "", "prompt": "x"}, "store"),
+    ):
+        with pytest.raises(JsonRpcException) as caught:
+            await client.protocol.send_request_async("sessions/runTurn", params)
+        assert caught.value.code == -32602 and field in caught.value.message, caught.value.message
+    assert list(projects.rglob("*.jsonl")) == []

@@ -38,7 +38,8 @@ class TurnRequest:
     @classmethod
     def from_json(cls, params: dict[str, Any]) -> TurnRequest:
         """`sessions/runTurn` params: {prompt, sessionId? | path?, cwd?, mode?, provider?, model?, tools?,
-        maxSteps?}. A wrong one raises `InvalidArgument` naming the field."""
+        maxSteps?, store?} (`store`: see `SessionRequests.store_turn_target`). A wrong one raises
+        `InvalidArgument` naming the field."""
         known = {
             "prompt",
             "sessionId",
@@ -52,6 +53,7 @@ class TurnRequest:
             "projectsDir",
             "workDoneToken",
             "askPermission",
+            "store",
         }
         unknown = sorted(set(params) - known)
         if unknown:

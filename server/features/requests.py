@@ -112,7 +112,26 @@ class SessionRequests:
             f"session {sid} is held in the session store {feed.source.name} and is read-only here: {doing} "
             f"would write into the store's mirror. Resume it locally first (session-lsp pull {sid} --store URL), "
             "then work on the local copy"
+            + (f"; or run the turn in the store itself (store: {feed.source.id!r})" if what == "running a turn" else "")
         )
+
+    def store_turn_target(self, params: dict[str, Any]) -> tuple[StoreFeed, str, str] | None:
+        """For `runTurn {sessionId, store}`: the store (by its `storeId` from `sessions/list`), project key
+        and session id of a turn to run on the store session itself; None without `store`."""
+        store_id = str_param(params, "store", required=False)
+        if store_id is None:
+            return None
+        feed = next((f for f in self.stores if f.source.id == store_id), None)
+        if feed is None:
+            known = ", ".join(f.source.id for f in self.stores) or "none"
+            raise InvalidArgument(f"parameter 'store' names no store of this server ({store_id!r}; stores: {known})")
+        if params.get("path") is not None:
+            raise InvalidArgument("a turn in a store names its session by 'sessionId', not 'path'")
+        sid = str_param(params, "sessionId", required=True)
+        if params.get("mode") not in (None, "resume"):
+            raise InvalidArgument("a turn in a store resumes its session: parameter 'mode' must be 'resume'")
+        found = resolve_target(feed.root, session_id=sid, access="read")
+        return feed, found.parent.name, found.stem
 
     def refuse_store_write(self, params: dict[str, Any], what: str) -> None:
         """Raise `MirrorIsReadOnly` when `sessionId`/`path` name a store session (none of that id locally)."""

@@ -42,6 +42,7 @@ from server.features.requests import SessionRequests
 from server.features.symbols import workspace_symbols
 from server.features.tree import TreeView
 from server.index import ProjectIndex
+from server.index.storefeed import StoreFeed
 from server.index.storeset import StoreSet
 from server.lsp.errors import to_jsonrpc
 from server.lsp.framing import FrameError, StreamReader, serve_frames
@@ -762,7 +763,9 @@ async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
             raise InvalidArgument("parameter 'workDoneToken' must be a string or an integer")
         service = _service(ls)
         service.same_projects_dir(plain)
-        service.refuse_store_write(plain, "running a turn")
+        in_store = service.store_turn_target(plain)
+        if in_store is None:
+            service.refuse_store_write(plain, "running a turn")
         request = TurnRequest.from_json(plain)
         request.projects_dir = ls.projects_dir
     except SessionLspError as exc:
@@ -783,9 +786,11 @@ async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
     try:
         try:
             ask = (lambda a: _ask_permission(ls, loop, a, token)) if request.ask_permission else None
-            future = ls.turns.submit(
-                lambda: run_turn(request, on_event=on_event, cancel=token, ask=ask, grants=ls.grants), token
-            )
+            options: dict[str, Any] = {"on_event": on_event, "cancel": token, "ask": ask, "grants": ls.grants}
+            if in_store is None:
+                future = ls.turns.submit(lambda: run_turn(request, **options).to_json(), token)
+            else:
+                future = ls.turns.submit(lambda: _store_turn(in_store, request, options), token)
             waiting = asyncio.wrap_future(future)
             result = await asyncio.shield(waiting)
         except asyncio.CancelledError:
@@ -799,10 +804,21 @@ async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
     finally:
         if work_token is not None:
             ls.work_done_progress.end(work_token, lsp.WorkDoneProgressEnd(message="done"))
-    out = result.to_json()
+    out = result
     if ls.index is not None and out.get("path"):
         ls.on_index_change(ls.index.update_file(Path(out["path"])))
     return out
+
+
+def _store_turn(target: tuple[StoreFeed, str, str], request: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """A turn on a store session (`runTurn {store}`): run on its local copy, what it wrote appended to the
+    store (`server.agent.store_turn`); the store's NOTIFY then brings it into the mirror."""
+    from server.agent.store_turn import run_store_turn
+    from storage.pgstore import PostgresSessionStore
+
+    feed, project_key, session_id = target
+    store = PostgresSessionStore(feed.source.url, schema=feed.source.schema, max_size=2)
+    return run_store_turn(store, project_key, session_id, request, **options).to_json()
 
 
 def store_document(ls: SessionServer, params: Any) -> dict[str, Any]:
