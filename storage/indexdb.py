@@ -3,8 +3,9 @@
 Per transcript file it keeps the file's identity (device, inode, size, mtime, a fingerprint of its head),
 the byte offset it was read up to, its message count and listing summary, and (for the language
 server's index) its link rows, line offsets and read state; per session the checks' result (diagnostics
-and unresolved links, as JSON) with the identities it was computed from; and the uuid -> (file, line)
-table that settles links across files. Message bodies are never stored.
+and unresolved links, as JSON) with the identities it was computed from, and the usage total
+`list` shows with the stamps of the files it was summed from (`storage.usagetotals`); and the uuid ->
+(file, line) table that settles links across files. Message bodies are never stored.
 
 A file whose identity is unchanged is taken from the database; one that grew on the same inode with the
 same head is read from the stored offset; anything else (shrunk, replaced, rewritten in place) is read in
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import os
 import sqlite3
 import threading
@@ -32,7 +32,7 @@ import orjson
 
 from storage.cache import cache_dir, private_dir, private_file
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000
@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS sessions(key TEXT PRIMARY KEY, members BLOB, report B
 CREATE TABLE IF NOT EXISTS rowsets(
     path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,
     head_len INTEGER, head BLOB, state BLOB, rows BLOB);
+CREATE TABLE IF NOT EXISTS usages(path TEXT PRIMARY KEY, stamp BLOB, usage BLOB);
 CREATE TABLE IF NOT EXISTS uuids(uuid TEXT, path TEXT, line INTEGER);
 CREATE INDEX IF NOT EXISTS uuids_by_uuid ON uuids(uuid);
 CREATE INDEX IF NOT EXISTS uuids_by_path ON uuids(path);
@@ -81,6 +82,8 @@ def settled(st: os.stat_result) -> bool:
 
 
 def head_digest(path: Path, length: int) -> bytes:
+    import hashlib  # only a changed file's head is digested: a listing of unchanged files never needs it
+
     with open(path, "rb") as fh:
         return hashlib.blake2b(fh.read(length), digest_size=16).digest()
 
@@ -242,6 +245,7 @@ class IndexDB:
     def drop_files(self, paths: Iterable[str]) -> None:
         todo = [(p,) for p in paths]
         self._write("DELETE FROM files WHERE path = ?", todo)
+        self._write("DELETE FROM usages WHERE path = ?", todo)
         self._write("DELETE FROM uuids WHERE path = ?", todo)
 
     # ---- sessions: checks' results -----------------------------------------------------------
@@ -269,6 +273,24 @@ class IndexDB:
     @_locked
     def drop_sessions(self, keys: Iterable[str]) -> None:
         self._write("DELETE FROM sessions WHERE key = ?", [(k,) for k in keys])
+
+    # ---- usages: a listed session's usage total with the stamps of its files ----------------------
+    @_locked
+    def usages(self, paths: Iterable[str]) -> dict[str, tuple[Any, Any]]:
+        """session path -> (stamp, usage), both as decoded JSON, for those of `paths` stored."""
+        wanted = set(paths)
+        return {
+            path: (orjson.loads(stamp), orjson.loads(usage))
+            for path, stamp, usage in self.conn.execute("SELECT path, stamp, usage FROM usages")
+            if path in wanted
+        }
+
+    @_locked
+    def put_usages(self, items: Iterable[tuple[str, Any, Any]]) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO usages VALUES (?,?,?)",
+            [(path, orjson.dumps(stamp), orjson.dumps(usage)) for path, stamp, usage in items],
+        )
 
     # ---- uuids -------------------------------------------------------------------------------
     @_locked

@@ -16,11 +16,10 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from storage.jsonline import loads_line
+from storage.jsonline import BOM, loads_line
 from storage.linkdecode import row_from_line
 from storage.rows import CHAIN_TYPES, Row, row_from_entry
 
-BOM = b"\xef\xbb\xbf"
 CHUNK = 8 * 1024 * 1024
 NO_UUID = ""
 """The key of conversation rows written without a uuid: the CLI keys its message map by `uuid`, so

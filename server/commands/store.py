@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -107,6 +106,8 @@ async def _materialise_projects(store: Any, keys: list[str] | None, root: Path) 
 
 
 def cmd_list_store(args: argparse.Namespace) -> int:
+    import tempfile  # not at module level: `list` without `--store` imports this module for its option only
+
     from server.commands.read import print_sessions
     from storage.sessions import list_sessions
 
@@ -164,6 +165,8 @@ async def _load_named(store: Any, args: argparse.Namespace) -> Any:
 
 
 def cmd_chain_store(args: argparse.Namespace) -> int:
+    import tempfile
+
     from server.commands.read import load_resumed, print_conversation
     from storage.store_materialize import write_session
 

@@ -19,7 +19,7 @@ from storage.paths import candidate_project_dirs, resolve_cwd
 from storage.resume import resume
 from storage.sessions import SessionInfo, list_sessions
 from storage.transcript import Transcript
-from storage.usage import sessions_usage_json
+from storage.usagetotals import sessions_usage_indexed
 
 
 class SessionRequests:
@@ -71,7 +71,7 @@ class SessionRequests:
         dirs = candidate_project_dirs(root, resolve_cwd(cwd)) if cwd else None
         sessions = list_sessions_indexed(root, dirs)
         self._link_forks(sessions)
-        usage = sessions_usage_json(sessions)
+        usage = sessions_usage_indexed(sessions)
         return {"sessions": [{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)]}
 
     def tree(self, params: dict[str, Any]) -> dict[str, Any]:
