@@ -51,9 +51,9 @@ CREATE TABLE IF NOT EXISTS rowsets(
     path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,
     head_len INTEGER, head BLOB, state BLOB, rows BLOB);
 CREATE TABLE IF NOT EXISTS usages(path TEXT PRIMARY KEY, stamp BLOB, usage BLOB);
-CREATE TABLE IF NOT EXISTS uuids(uuid TEXT, path TEXT, line INTEGER);
+CREATE TABLE IF NOT EXISTS uuid_files(id INTEGER PRIMARY KEY, path TEXT UNIQUE);
+CREATE TABLE IF NOT EXISTS uuids(file INTEGER, line INTEGER, uuid TEXT, PRIMARY KEY(file, line, uuid)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS uuids_by_uuid ON uuids(uuid);
-CREATE INDEX IF NOT EXISTS uuids_by_path ON uuids(path);
 """
 
 
@@ -246,7 +246,7 @@ class IndexDB:
         todo = [(p,) for p in paths]
         self._write("DELETE FROM files WHERE path = ?", todo)
         self._write("DELETE FROM usages WHERE path = ?", todo)
-        self._write("DELETE FROM uuids WHERE path = ?", todo)
+        self._drop_uuids(todo)
 
     # ---- sessions: checks' results -----------------------------------------------------------
     @_locked
@@ -295,23 +295,40 @@ class IndexDB:
     # ---- uuids -------------------------------------------------------------------------------
     @_locked
     def put_uuids(self, path: str, uuids: Iterable[tuple[str, int]]) -> None:
-        self._write("DELETE FROM uuids WHERE path = ?", [(path,)])
-        self._write("INSERT INTO uuids VALUES (?,?,?)", ((u, path, line) for u, line in uuids))
+        """A file's uuids in place of those stored for it. The rows are clustered by file (a number, not the
+        path), so a file's rows are written and deleted together and only the uuid index takes random inserts."""
+        self._write("INSERT OR IGNORE INTO uuid_files(path) VALUES (?)", [(path,)])
+        if self.busy:
+            return
+        (file,) = self.conn.execute("SELECT id FROM uuid_files WHERE path = ?", (path,)).fetchone()
+        self._write("DELETE FROM uuids WHERE file = ?", [(file,)])
+        self._write("INSERT INTO uuids VALUES (?,?,?)", ((file, line, u) for u, line in uuids))
 
     @_locked
     def stored_uuid_paths(self, prefix: str) -> list[str]:
         """Files under `prefix` that have rows in the uuid table."""
-        rows = self.conn.execute("SELECT DISTINCT path FROM uuids WHERE substr(path, 1, ?) = ?", (len(prefix), prefix))
+        rows = self.conn.execute(
+            "SELECT path FROM uuid_files WHERE substr(path, 1, ?) = ? AND EXISTS (SELECT 1 FROM uuids WHERE file = id)",
+            (len(prefix), prefix),
+        )
         return [path for (path,) in rows]
 
     @_locked
     def drop_uuids(self, paths: Iterable[str]) -> None:
-        self._write("DELETE FROM uuids WHERE path = ?", [(p,) for p in paths])
+        self._drop_uuids([(p,) for p in paths])
+
+    def _drop_uuids(self, paths: list[tuple[str]]) -> None:
+        self._write("DELETE FROM uuids WHERE file = (SELECT id FROM uuid_files WHERE path = ?)", paths)
+        self._write("DELETE FROM uuid_files WHERE path = ?", paths)
 
     @_locked
     def homes(self, uuid: str) -> list[tuple[str, int]]:
         """(file, 0-based line) of every stored row with this uuid."""
-        return self.conn.execute("SELECT path, line FROM uuids WHERE uuid = ? ORDER BY path, line", (uuid,)).fetchall()
+        return self.conn.execute(
+            "SELECT f.path, u.line FROM uuids u JOIN uuid_files f ON f.id = u.file WHERE u.uuid = ?"
+            " ORDER BY f.path, u.line",
+            (uuid,),
+        ).fetchall()
 
     # ---- rowsets: an index's per-file state (link rows, line offsets, where reading stopped) -------
     @_locked
