@@ -59,6 +59,8 @@ class Launch:
             env=env,
         )
         self.next_id = 0
+        self.indexed: float | None = None
+        """Seconds since launch when the first index was complete (its progress ended)."""
 
     def send(self, obj: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -74,6 +76,8 @@ class Launch:
             message = _read(self.proc.stdout)
             if "method" in message and "id" in message:
                 self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            elif message.get("method") == "$/progress" and message["params"]["value"].get("kind") == "end":
+                self.indexed = time.perf_counter() - self.t0
             elif message.get("id") == self.next_id and "method" not in message:
                 return time.perf_counter() - self.t0, message
 
@@ -97,6 +101,9 @@ def one_launch(projects: Path, cache: Path) -> dict[str, float]:
     launch.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
     t_list, listed = launch.call("sessions/list", {})
     t_diag, diags = launch.call("workspace/diagnostic", {"previousResultIds": []})
+    while launch.indexed is None or launch.indexed > t_diag:  # answered from a partial index: ask again
+        time.sleep(0.5)
+        t_diag, diags = launch.call("workspace/diagnostic", {"previousResultIds": []})
     cpu = launch.close()
     return {
         "initialize": t_init,
