@@ -60,7 +60,8 @@ class Launch:
         )
         self.next_id = 0
         self.indexed: float | None = None
-        """Seconds since launch when the first index was complete (its progress ended)."""
+        """Seconds since launch when the first index was complete (its progress ended, or without progress,
+        the first `sessions/didChange`)."""
 
     def send(self, obj: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -76,7 +77,10 @@ class Launch:
             message = _read(self.proc.stdout)
             if "method" in message and "id" in message:
                 self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
-            elif message.get("method") == "$/progress" and message["params"]["value"].get("kind") == "end":
+            elif self.indexed is None and (
+                (message.get("method") == "$/progress" and message["params"]["value"].get("kind") == "end")
+                or message.get("method") == "sessions/didChange"  # sent when the first index is complete
+            ):
                 self.indexed = time.perf_counter() - self.t0
             elif message.get("id") == self.next_id and "method" not in message:
                 return time.perf_counter() - self.t0, message
