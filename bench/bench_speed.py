@@ -3,7 +3,10 @@ parse of the same bytes, all from one run; with `--before REV`, the same command
 by side; with the real Claude Code CLI installed, its own resume of the big transcript (launch to first
 request). Prints figures; it is not a test.
 
-    .venv/bin/python -m bench.bench_speed [--mb 300] [--big-mb 150] [--runs 3] [--before REV]
+    .venv/bin/python -m bench.bench_speed [--mb 300] [--big-mb 150] [--runs 3] [--before REV] [--only list,check]
+
+Each tree's modules are byte-compiled first, as installing a package does (this machine sets
+PYTHONDONTWRITEBYTECODE, which would otherwise make every run compile them again).
 """
 
 from __future__ import annotations
@@ -68,6 +71,9 @@ class Tree:
         self.label, self.root = label, root
         self.cache = OUT / f"cache-{label}"
         self.cpu = 0.0
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", "server", "storage"], cwd=root, check=True, capture_output=True
+        )
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k != "SESSION_LSP_NO_CACHE"}
@@ -228,7 +234,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--before", default=None, help="also run this older commit's commands (e.g. a44094c)")
     ap.add_argument("--no-cli", action="store_true", help="skip the real CLI's resume")
+    ap.add_argument("--only", default="start,list,check,chain,index", help="rows to run (comma-separated)")
     args = ap.parse_args()
+    only = set(args.only.split(","))
     os.environ["XDG_CACHE_HOME"] = str(OUT / "cache-bench")
     shutil.rmtree(OUT / "cache-bench", ignore_errors=True)
     projects = projects_for(args)
@@ -237,24 +245,28 @@ def main() -> None:
     cwd.mkdir(parents=True, exist_ok=True)
     cwd = cwd.resolve()
     found = sorted((big_root / "projects").glob("*/*.jsonl")) if (big_root / "projects").is_dir() else []
-    big = found[0] if found else make_transcript(big_root, args.big_mb, args.seed, cwd=str(cwd))
+    if found or "chain" in only:
+        big = found[0] if found else make_transcript(big_root, args.big_mb, args.seed, cwd=str(cwd))
     files = sorted(projects.rglob("*.jsonl"))
     total = sum(f.stat().st_size for f in files)
     trees = [Tree("now", REPO)] + ([before_tree(args.before)] if args.before else [])
 
     bare_parse(files)
     t_bare, c_bare = best(lambda: bare_parse(files), args.runs), best_cpu(lambda: bare_parse(files), args.runs)
-    t_big, c_big = best(lambda: bare_parse([big]), args.runs), best_cpu(lambda: bare_parse([big]), args.runs)
     print(
         f"{projects}: {len(files)} files, {total / 2**20:.0f} MiB; bare orjson parse {t_bare:.2f} s, cpu {c_bare:.2f} s"
     )
-    print(f"{big.name}: {big.stat().st_size / 2**20:.0f} MiB; bare orjson parse {t_big:.2f} s, cpu {c_big:.2f} s")
+    if "chain" in only:
+        t_big, c_big = best(lambda: bare_parse([big]), args.runs), best_cpu(lambda: bare_parse([big]), args.runs)
+        print(f"{big.name}: {big.stat().st_size / 2**20:.0f} MiB; bare orjson parse {t_big:.2f} s, cpu {c_big:.2f} s")
     print(f"\n{'whole process':44}" + "".join(f"{t.label:>26}" for t in trees))
 
     def row(name: str, cells: list[str]) -> None:
         print(f"{name:44}" + "".join(f"{c:>26}" for c in cells))
 
     for cmd in (["--help"], ["list", "--help"], ["chain", "--help"], ["check", "--help"], ["turn", "--help"]):
+        if "start" not in only:
+            break
         row(f"session-lsp {' '.join(cmd)}", [f"{t.best(args.runs, *cmd):.2f} s cpu {t.cpu:.2f}" for t in trees])
     print("(ratios: wall / bare parse wall, then cpu / bare parse cpu; cpu counts worker processes too)")
     folder = ["--projects-dir", str(projects)]
@@ -262,6 +274,8 @@ def main() -> None:
         ("list --json", ["list", "--json", *folder], t_bare, c_bare),
         ("check --json", ["check", "--json", *folder], t_bare, c_bare),
     ):
+        if name.split()[0] not in only:
+            continue
         cold, warm = [], []
         for t in trees:
             t.forget()
@@ -271,6 +285,21 @@ def main() -> None:
             warm.append(f"{again / bare:.3f}x cpu {t.cpu / bare_cpu:.3f}x")
         row(f"{name}, first run", cold)
         row(f"{name}, again (nothing changed)", warm)
+    if "chain" in only:
+        chain_rows(args, trees, big, cwd, t_big, c_big, row)
+    if "index" in only:
+        index_rows(projects, args.runs, t_bare)
+
+
+def chain_rows(
+    args: argparse.Namespace,
+    trees: list[Tree],
+    big: Path,
+    cwd: Path,
+    t_big: float,
+    c_big: float,
+    row: Callable[[str, list[str]], None],
+) -> None:
     chain, chain_wall, chain_cpu = [], [], []
     for t in trees:
         took = t.best(args.runs, "chain", str(big), "--json")
@@ -283,8 +312,10 @@ def main() -> None:
         row("  real CLI --resume, launch to 1st request", [f"{real[0]:.2f} s cpu {real[1]:.2f}"])
         row("  chain / real CLI", [f"{w / real[0]:.2f}x cpu {c / real[1]:.2f}x" for w, c in zip(chain_wall, chain_cpu)])
 
+
+def index_rows(projects: Path, runs: int, t_bare: float) -> None:
     print("\nindex restart (in this process; ratio to the bare parse)")
-    for name, took in index_restart(projects, args.runs).items():
+    for name, took in index_restart(projects, runs).items():
         print(f"  {name:42} {took:7.3f} s  {took / t_bare:.3f}x")
     mem = index_memory(projects)
     print(

@@ -3,8 +3,9 @@
 Per transcript file it keeps the file's identity (device, inode, size, mtime, a fingerprint of its head),
 the byte offset it was read up to, its message count and listing summary, and (for the language
 server's index) its link rows, line offsets and read state; per session the checks' result (diagnostics
-and unresolved links, as JSON) with the identities it was computed from; and the uuid -> (file, line)
-table that settles links across files. Message bodies are never stored.
+and unresolved links, as JSON) with the identities it was computed from, and the usage total
+`list` shows with the stamps of the files it was summed from (`storage.usagetotals`); and the uuid ->
+(file, line) table that settles links across files. Message bodies are never stored.
 
 A file whose identity is unchanged is taken from the database; one that grew on the same inode with the
 same head is read from the stored offset; anything else (shrunk, replaced, rewritten in place) is read in
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import os
 import sqlite3
 import threading
@@ -32,7 +32,7 @@ import orjson
 
 from storage.cache import cache_dir, private_dir, private_file
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000
@@ -50,9 +50,10 @@ CREATE TABLE IF NOT EXISTS sessions(key TEXT PRIMARY KEY, members BLOB, report B
 CREATE TABLE IF NOT EXISTS rowsets(
     path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,
     head_len INTEGER, head BLOB, state BLOB, rows BLOB);
-CREATE TABLE IF NOT EXISTS uuids(uuid TEXT, path TEXT, line INTEGER);
+CREATE TABLE IF NOT EXISTS usages(path TEXT PRIMARY KEY, stamp BLOB, usage BLOB);
+CREATE TABLE IF NOT EXISTS uuid_files(id INTEGER PRIMARY KEY, path TEXT UNIQUE);
+CREATE TABLE IF NOT EXISTS uuids(file INTEGER, line INTEGER, uuid TEXT, PRIMARY KEY(file, line, uuid)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS uuids_by_uuid ON uuids(uuid);
-CREATE INDEX IF NOT EXISTS uuids_by_path ON uuids(path);
 """
 
 
@@ -81,6 +82,8 @@ def settled(st: os.stat_result) -> bool:
 
 
 def head_digest(path: Path, length: int) -> bytes:
+    import hashlib  # only a changed file's head is digested: a listing of unchanged files never needs it
+
     with open(path, "rb") as fh:
         return hashlib.blake2b(fh.read(length), digest_size=16).digest()
 
@@ -242,7 +245,8 @@ class IndexDB:
     def drop_files(self, paths: Iterable[str]) -> None:
         todo = [(p,) for p in paths]
         self._write("DELETE FROM files WHERE path = ?", todo)
-        self._write("DELETE FROM uuids WHERE path = ?", todo)
+        self._write("DELETE FROM usages WHERE path = ?", todo)
+        self._drop_uuids(todo)
 
     # ---- sessions: checks' results -----------------------------------------------------------
     @_locked
@@ -270,26 +274,61 @@ class IndexDB:
     def drop_sessions(self, keys: Iterable[str]) -> None:
         self._write("DELETE FROM sessions WHERE key = ?", [(k,) for k in keys])
 
+    # ---- usages: a listed session's usage total with the stamps of its files ----------------------
+    @_locked
+    def usages(self, paths: Iterable[str]) -> dict[str, tuple[Any, Any]]:
+        """session path -> (stamp, usage), both as decoded JSON, for those of `paths` stored."""
+        wanted = set(paths)
+        return {
+            path: (orjson.loads(stamp), orjson.loads(usage))
+            for path, stamp, usage in self.conn.execute("SELECT path, stamp, usage FROM usages")
+            if path in wanted
+        }
+
+    @_locked
+    def put_usages(self, items: Iterable[tuple[str, Any, Any]]) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO usages VALUES (?,?,?)",
+            [(path, orjson.dumps(stamp), orjson.dumps(usage)) for path, stamp, usage in items],
+        )
+
     # ---- uuids -------------------------------------------------------------------------------
     @_locked
     def put_uuids(self, path: str, uuids: Iterable[tuple[str, int]]) -> None:
-        self._write("DELETE FROM uuids WHERE path = ?", [(path,)])
-        self._write("INSERT INTO uuids VALUES (?,?,?)", ((u, path, line) for u, line in uuids))
+        """A file's uuids in place of those stored for it. The rows are clustered by file (a number, not the
+        path), so a file's rows are written and deleted together and only the uuid index takes random inserts."""
+        self._write("INSERT OR IGNORE INTO uuid_files(path) VALUES (?)", [(path,)])
+        if self.busy:
+            return
+        (file,) = self.conn.execute("SELECT id FROM uuid_files WHERE path = ?", (path,)).fetchone()
+        self._write("DELETE FROM uuids WHERE file = ?", [(file,)])
+        self._write("INSERT INTO uuids VALUES (?,?,?)", ((file, line, u) for u, line in uuids))
 
     @_locked
     def stored_uuid_paths(self, prefix: str) -> list[str]:
         """Files under `prefix` that have rows in the uuid table."""
-        rows = self.conn.execute("SELECT DISTINCT path FROM uuids WHERE substr(path, 1, ?) = ?", (len(prefix), prefix))
+        rows = self.conn.execute(
+            "SELECT path FROM uuid_files WHERE substr(path, 1, ?) = ? AND EXISTS (SELECT 1 FROM uuids WHERE file = id)",
+            (len(prefix), prefix),
+        )
         return [path for (path,) in rows]
 
     @_locked
     def drop_uuids(self, paths: Iterable[str]) -> None:
-        self._write("DELETE FROM uuids WHERE path = ?", [(p,) for p in paths])
+        self._drop_uuids([(p,) for p in paths])
+
+    def _drop_uuids(self, paths: list[tuple[str]]) -> None:
+        self._write("DELETE FROM uuids WHERE file = (SELECT id FROM uuid_files WHERE path = ?)", paths)
+        self._write("DELETE FROM uuid_files WHERE path = ?", paths)
 
     @_locked
     def homes(self, uuid: str) -> list[tuple[str, int]]:
         """(file, 0-based line) of every stored row with this uuid."""
-        return self.conn.execute("SELECT path, line FROM uuids WHERE uuid = ? ORDER BY path, line", (uuid,)).fetchall()
+        return self.conn.execute(
+            "SELECT f.path, u.line FROM uuids u JOIN uuid_files f ON f.id = u.file WHERE u.uuid = ?"
+            " ORDER BY f.path, u.line",
+            (uuid,),
+        ).fetchall()
 
     # ---- rowsets: an index's per-file state (link rows, line offsets, where reading stopped) -------
     @_locked

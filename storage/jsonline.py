@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+BOM = b"\xef\xbb\xbf"
+"""The UTF-8 byte order mark, skipped at the start of a file as the CLI skips it."""
 LONE_SURROGATE = "a lone surrogate escape (a string cut mid-character), read as U+FFFD"
 INVALID_UTF8 = "invalid UTF-8 bytes, read as U+FFFD"
 

@@ -16,12 +16,13 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from storage.jsonline import loads_line
+from storage.jsonline import BOM, loads_line
 from storage.linkdecode import row_from_line
 from storage.rows import CHAIN_TYPES, Row, row_from_entry
 
-BOM = b"\xef\xbb\xbf"
 CHUNK = 8 * 1024 * 1024
+UTF8_PIECE = 1024 * 1024
+"""UTF-8 is checked this many bytes at a time (cut at a newline): faster than line by line or a whole chunk."""
 NO_UUID = ""
 """The key of conversation rows written without a uuid: the CLI keys its message map by `uuid`, so
 all of them share one key (`undefined`) and the last one wins, in the first one's place."""
@@ -125,6 +126,19 @@ def _utf8(data: memoryview) -> bool:
     return True
 
 
+def _lines_utf8(buf: bytes, view: memoryview) -> bool:
+    """Whether the whole lines of `buf` (up to its last newline) are all valid UTF-8: then no line needs its own
+    check. A newline never falls inside a multi-byte character, so pieces cut at one decode on their own."""
+    end = buf.rfind(b"\n") + 1
+    pos = 0
+    while pos < end:
+        cut = buf.find(b"\n", min(pos + UTF8_PIECE, end - 1)) + 1
+        if not _utf8(view[pos:cut]):
+            return False
+        pos = cut
+    return True
+
+
 def keyed(row: Row) -> Row:
     """A conversation row without a uuid gets the shared key the CLI gives it (`NO_UUID`)."""
     if row.uuid is None and row.type in CHAIN_TYPES:
@@ -155,14 +169,14 @@ def read_transcript(
         while chunk := fh.read(CHUNK):
             buf = pending + chunk if pending else chunk
             view, find, pos = memoryview(buf), buf.find, 0
-            ascii_only = buf.isascii()  # else each fast row's bytes are checked: bad UTF-8 gets its hint
+            all_utf8 = buf.isascii() or _lines_utf8(buf, view)  # else each fast row is checked: bad UTF-8 gets its hint
             while (nl := find(b"\n", pos)) >= 0:  # the hot loop: one parse and one Row per line, nothing else
                 if offsets_append is not None:
                     offsets_append(start)
                 entry = None
                 if line_no:
                     row = fast_row(view[pos:nl], line_no, start)  # link fields only, no copy; None: in full
-                    if row is not None and not ascii_only and not _utf8(view[pos:nl]):
+                    if row is not None and not all_utf8 and not _utf8(view[pos:nl]):
                         row = None
                     if row is not None:
                         if row.uuid is None:

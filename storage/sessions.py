@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from storage.countcache import CountCache
-from storage.jsonline import loads_line
+from storage.jsonline import BOM, loads_line
 from storage.paths import (
     SubagentFile,
     iter_project_dirs,
@@ -27,7 +27,6 @@ from storage.paths import (
     legacy_agent_files,
     subagent_files,
 )
-from storage.reader import BOM
 
 WINDOW = 64 * 1024
 BRANCH_RE = re.compile(rb'"gitBranch":"((?:[^"\\]|\\.)*)"')

@@ -114,3 +114,17 @@ def test_claude_cli_provider_does_not_import_the_sdk() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["claude-cli", "False"]
+
+
+def test_list_answered_by_the_index_reads_no_transcript(corpus_projects: Path) -> None:
+    """A second `list --json` with nothing changed takes every summary and usage total from the index: the
+    line reader, the link decoder (msgspec), the usage parser and the responses cache are never imported."""
+    for p in corpus_projects.rglob("*"):
+        os.utime(p, (1_700_000_000, 1_700_000_000))  # settled: the index may take the files as unchanged
+    args = ["list", "--projects-dir", str(corpus_projects), "--json"]
+    first, run = imported_modules(args)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert {"storage.usage", "storage.usagecache"} <= first  # the first run reads the files
+    again, run = imported_modules(args)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert not again & {"msgspec", "storage.reader", "storage.linkdecode", "storage.usage", "storage.usagecache"}

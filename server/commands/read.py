@@ -84,9 +84,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         return cmd_list_store(args)
     sessions = _sessions(args)
     if args.json:
-        from storage.usage import sessions_usage_json
+        from storage.usagetotals import sessions_usage_indexed
 
-        usage = sessions_usage_json(sessions)
+        usage = sessions_usage_indexed(sessions)
         print_json([{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)])
         return 0
     print_sessions(sessions)

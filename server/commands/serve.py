@@ -53,7 +53,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     ]
     logging.basicConfig(level=level, handlers=handlers, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from server.lsp.options import InitializationOptions
-    from server.lsp.server import server
     from storage.errors import InvalidArgument
     from storage.store_source import StoreSource, check_schema, parse_store
 
@@ -62,11 +61,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         stores = tuple(StoreSource(parse_store(url, "--store").url, schema) for url in args.store)
     except InvalidArgument as exc:
         raise CommandError(str(exc)) from exc
-    server.defaults = InitializationOptions(projects_dir=args.projects_dir, polling=args.polling, stores=stores)
+    defaults = InitializationOptions(projects_dir=args.projects_dir, polling=args.polling, stores=stores)
+    early = None
+    if not args.tcp and not args.ws:  # over stdio, a known `initialize` is answered before the server loads
+        from server.lsp.early import EarlyInitialize
+
+        early = EarlyInitialize.start(sys.stdin.buffer, sys.stdout.buffer, defaults)
+    from server.lsp.server import SessionProtocol, server
+
+    server.defaults = defaults
     if args.tcp:
         server.start_tcp(*_host_port(args.tcp))
     elif args.ws:
         server.start_ws(*_host_port(args.ws))
     else:
-        server.start_io()
+        assert early is not None and isinstance(server.protocol, SessionProtocol)
+        server.protocol.early = early
+        server.start_io(early.stream)
     return 0

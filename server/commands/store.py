@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -99,6 +98,8 @@ def _relative(path: Path | str, root: Path) -> str:
 def materialised(args: argparse.Namespace) -> Iterator[Path]:
     """A temporary projects folder holding the store's sessions (those of `--cwd`'s project when
     given), written as the SDK writes them; caches stay off while it exists."""
+    import tempfile
+
     store = open_store(args)
     keys = [project_key(args.cwd)] if args.cwd else None
     with tempfile.TemporaryDirectory(prefix="slsp-store-") as tmp, no_count_cache():
@@ -121,6 +122,7 @@ async def _materialise_projects(store: Any, keys: list[str] | None, root: Path) 
 
 
 def cmd_list_store(args: argparse.Namespace) -> int:
+
     from server.commands.read import print_sessions
     from storage.sessions import list_sessions
 
@@ -174,6 +176,8 @@ async def _load_named(store: Any, args: argparse.Namespace) -> Any:
 
 
 def cmd_chain_store(args: argparse.Namespace) -> int:
+    import tempfile
+
     from server.commands.read import load_resumed, print_conversation
     from storage.store_materialize import write_session
 

@@ -24,6 +24,7 @@ from storage.sessions import SessionInfo, list_sessions
 from storage.store_mirror import MirrorIsReadOnly
 from storage.transcript import Transcript
 from storage.usage import sessions_usage_json
+from storage.usagetotals import sessions_usage_indexed
 
 
 def iso_time(ts: float | None) -> str | None:
@@ -153,7 +154,7 @@ class SessionRequests:
         dirs = candidate_project_dirs(root, resolve_cwd(cwd)) if cwd else None
         sessions = list_sessions_indexed(root, dirs)
         self._link_forks(sessions)
-        usage = sessions_usage_json(sessions)
+        usage = sessions_usage_indexed(sessions)
         out = [{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)]
         for feed in self.stores:
             out.extend(self._store_sessions(feed, cwd))

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from storage.countcache import fingerprint
+from storage.indexdb import RACY_NS
 from storage.paths import AGENT_FILE_RE, is_session_file
 from storage.reader import LineProblem, ReadState, read_transcript
 from storage.rows import Row
@@ -40,6 +42,8 @@ class FileState:
     device: int = 0
     size: int = 0
     mtime_ns: int = 0
+    mtime_settled: bool = False
+    """`mtime_ns` was older than `storage.indexdb.RACY_NS` when the file was read: any later change shows in it."""
     print_: int = 0
     """Fingerprint of the head and of the bytes before `offset` (see `storage.countcache`)."""
     read: ReadState = field(default_factory=ReadState)
@@ -95,6 +99,8 @@ class FileState:
             return True
         if st.st_size == self.size and st.st_mtime_ns != self.mtime_ns:
             return True
+        if st.st_size == self.size and self.mtime_settled:
+            return False  # same size and mtime, read long after its last change: as the database trusts it
         return fingerprint(self.path, self.read.offset) != self.print_
 
     def refresh(self) -> str:
@@ -125,6 +131,7 @@ class FileState:
             after = os.stat(self.path)
             if after.st_size == self.read.offset and after.st_ino == st.st_ino:
                 self.size, self.mtime_ns = after.st_size, after.st_mtime_ns
+        self.mtime_settled = time.time_ns() - self.mtime_ns > RACY_NS
         try:
             self.print_ = fingerprint(self.path, self.read.offset)
         except OSError:  # gone already: the next update sees it missing

@@ -42,6 +42,8 @@ class SavedHead(msgspec.Struct, array_like=True, gc=False):
     """The rewrite check's fingerprint (`FileState.rewritten`), so a restart still sees a rewrite."""
     notes: list[LineProblem]
     """Lines read leniently (`lenient-json` hints)."""
+    mtime_settled: bool = False
+    """`FileState.mtime_settled`: the file was read long after its last change."""
 
 
 class SavedRows(msgspec.Struct, array_like=True, gc=False):
@@ -68,6 +70,7 @@ def dump_file(state: FileState) -> tuple[bytes, bytes]:
         state.mtime_ns,
         state.print_,
         list(state.notes),
+        state.mtime_settled,
     )
     return _encode(head), _encode(SavedRows(state.provisional is not None, t.problems, t.rows))
 
@@ -169,6 +172,7 @@ def load_file(
     state.line_offsets = offsets
     state.torn = saved.torn
     state.mtime_ns, state.print_, state.notes = saved.mtime_ns, saved.print_, list(saved.notes)
+    state.mtime_settled = saved.mtime_settled
     state.unload(loader)
     return state
 

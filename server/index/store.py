@@ -6,6 +6,7 @@ import gc
 import logging
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -36,6 +37,9 @@ from storage.sessions import SessionInfo, read_session_info
 
 SessionKey = tuple[Path, str]
 log = logging.getLogger(__name__)
+COMMIT_EVERY = 0.5
+"""Seconds between commits of the checks `all_diagnostics` stores (one transaction per session costs more than
+the checks; holding the database longer would keep other processes waiting)."""
 
 
 @dataclass
@@ -107,6 +111,11 @@ class ProjectIndex:
         self._db_damaged = False
         self._unsaved: set[Path] = set()
         self._dropped: set[Path] = set()
+        self._uuids_stored: set[Path] = set()
+        """Files whose uuid table in the database is that of their rows now (stored, or restored unchanged)."""
+        self._commit_every: float | None = None
+        """While set (`all_diagnostics`), stored checks are committed at most this often, not one by one."""
+        self._last_commit = 0.0
         self.files: dict[Path, FileState] = {}
         self.lock = threading.RLock()
         self._members: dict[SessionKey, set[Path]] = {}
@@ -198,6 +207,7 @@ class ProjectIndex:
                 self._rebuild_db()
                 stored = []
             for state in stored:  # their rows are in the database now: read them back when needed
+                self._uuids_stored.add(state.path)
                 if isinstance(state, StoredFileState):
                     state.unload(self._loader(state.path))
             self._unsaved.difference_update(s.path for s in stored)  # files too fresh to store wait for next time
@@ -277,10 +287,12 @@ class ProjectIndex:
             return
         if how == UNCHANGED and restored:
             how = RELOADED  # new to this index all the same (and its rows stay in the database)
+            self._uuids_stored.add(path)
         elif how == UNCHANGED:
             return
         else:
             self._unsaved.add(path)
+            self._uuids_stored.discard(path)
         changes.changed.add(path)
         if state.session_id:
             changes.session_ids.add(state.session_id)
@@ -303,6 +315,7 @@ class ProjectIndex:
             return
         changes.removed.add(path)
         self._unsaved.discard(path)
+        self._uuids_stored.discard(path)
         self._dropped.add(path)
         if state.session_id:
             changes.session_ids.add(state.session_id)
@@ -439,9 +452,14 @@ class ProjectIndex:
     def all_diagnostics(self) -> list[Diagnostic]:
         with self.lock:
             out: list[Diagnostic] = []
-            for key in list(self._members):
-                for diags in self._session_diagnostics(key).values():
-                    out.extend(diags)
+            self._commit_every = COMMIT_EVERY
+            try:
+                for key in list(self._members):
+                    for diags in self._session_diagnostics(key).values():
+                        out.extend(diags)
+            finally:
+                self._commit_every = None
+                self._commit()
             return sorted(out, key=Diagnostic.sort_key)
 
     def sessions(self) -> list[SessionInfo]:
@@ -544,10 +562,22 @@ class ProjectIndex:
         try:
             self._db.put_sessions([(key_text(key), stamp, report_to_json(report))])
             for path in self._members.get(key, ()):
-                self._db.put_uuids(str(path), row_uuids(self.files[path]))
-            self._db.commit()
+                if path not in self._uuids_stored:
+                    self._db.put_uuids(str(path), row_uuids(self.files[path]))
+                    self._uuids_stored.add(path)
+            if self._commit_every is None or time.monotonic() - self._last_commit >= self._commit_every:
+                self._commit()
         except DAMAGE:
             self._rebuild_db()
+
+    def _commit(self) -> None:
+        self._last_commit = time.monotonic()
+        if self._db is not None:
+            try:
+                if not self._db.commit():
+                    self._uuids_stored.clear()  # the batch was dropped (database busy): store them again later
+            except DAMAGE:
+                self._rebuild_db()
 
     def _agent_ids(self, key: SessionKey, subs: list[FileState]) -> AgentFiles:
         ids = {s.agent_id for s in subs if s.agent_id}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import logging
 import os
 import signal
@@ -44,6 +45,7 @@ from server.features.tree import TreeView
 from server.index import ProjectIndex
 from server.index.storefeed import StoreFeed
 from server.index.storeset import StoreSet
+from server.lsp.early import EarlyInitialize
 from server.lsp.errors import to_jsonrpc
 from server.lsp.framing import FrameError, StreamReader, serve_frames
 from server.lsp.options import InitializationOptions
@@ -127,6 +129,15 @@ class SessionProtocol(LanguageServerProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._initialize_received = False
+        self.early: EarlyInitialize | None = None
+        """`initialize` as answered before the server loaded (`serve` over stdio), if it was."""
+
+    def _send_data(self, data: Any) -> None:
+        early = self.early
+        if early is not None and not early.done and data:
+            if early.takes(json.loads(json.dumps(data, default=self._serialize_message))):
+                return  # the client has this answer already
+        super()._send_data(data)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         bad = _malformed(data)

@@ -1,0 +1,152 @@
+"""`serve` as an editor sees it, whole process: launch until `initialize` is answered, until `sessions/list` is
+answered, and until `workspace/diagnostic` (which waits for the whole index) covers every file; cold (an empty
+cache folder) and warm (the next launches, nothing changed). Ratios are to a bare orjson parse of every line
+of the same files, in this process. Prints figures; it is not a test.
+
+    .venv/bin/python -m bench.bench_serve [--mb 300] [--runs 3] [--projects DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from bench.bench_speed import OUT, REPO, bare_parse, best, best_cpu
+from bench.make_projects import add_folder_arguments, projects_for
+
+
+def _frame(obj: dict[str, Any]) -> bytes:
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _read(out: IO[bytes]) -> dict[str, Any]:
+    length = 0
+    while True:
+        line = out.readline()
+        if not line:
+            raise EOFError("the server closed its output")
+        if not line.strip():
+            break
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    message: dict[str, Any] = json.loads(out.read(length))
+    return message
+
+
+class Launch:
+    """One `session-lsp serve` process over stdio, timed from its launch."""
+
+    def __init__(self, projects: Path, cache: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if k != "SESSION_LSP_NO_CACHE"}
+        env.update(XDG_CACHE_HOME=str(cache), PYTHONPATH=str(REPO))
+        self.before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.t0 = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "serve", "--stdio", "--projects-dir", str(projects)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        self.next_id = 0
+        self.indexed: float | None = None
+        """Seconds since launch when the first index was complete (its progress ended, or without progress,
+        the first `sessions/didChange`)."""
+
+    def send(self, obj: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(_frame(obj))
+        self.proc.stdin.flush()
+
+    def call(self, method: str, params: Any) -> tuple[float, dict[str, Any]]:
+        """Seconds since launch when the answer came, and the answer; the server's own requests get null."""
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while True:
+            message = _read(self.proc.stdout)
+            if "method" in message and "id" in message:
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            elif self.indexed is None and (
+                (message.get("method") == "$/progress" and message["params"]["value"].get("kind") == "end")
+                or message.get("method") == "sessions/didChange"  # sent when the first index is complete
+            ):
+                self.indexed = time.perf_counter() - self.t0
+            elif message.get("id") == self.next_id and "method" not in message:
+                return time.perf_counter() - self.t0, message
+
+    def close(self) -> float:
+        """Shut down and exit; the process's CPU seconds (its worker processes too)."""
+        self.call("shutdown", None)
+        self.send({"jsonrpc": "2.0", "method": "exit"})
+        self.proc.wait(timeout=60)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return after.ru_utime + after.ru_stime - self.before.ru_utime - self.before.ru_stime
+
+
+def one_launch(projects: Path, cache: Path) -> dict[str, float]:
+    launch = Launch(projects, cache)
+    params = {
+        "processId": os.getpid(),
+        "capabilities": {"window": {"workDoneProgress": True}},
+        "initializationOptions": {"projectsDir": str(projects)},
+    }
+    t_init, _ = launch.call("initialize", params)
+    launch.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    t_list, listed = launch.call("sessions/list", {})
+    t_diag, diags = launch.call("workspace/diagnostic", {"previousResultIds": []})
+    while launch.indexed is None or launch.indexed > t_diag:  # answered from a partial index: ask again
+        time.sleep(0.5)
+        t_diag, diags = launch.call("workspace/diagnostic", {"previousResultIds": []})
+    cpu = launch.close()
+    return {
+        "initialize": t_init,
+        "sessions/list": t_list,
+        "workspace/diagnostic": t_diag,
+        "cpu": cpu,
+        "sessions": len(listed["result"]["sessions"]),
+        "files with diagnostics": len(diags["result"]["items"]),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_folder_arguments(ap)
+    ap.add_argument("--projects", type=Path, default=None, help="an existing projects folder instead of --mb")
+    ap.add_argument("--runs", type=int, default=3, help="warm launches (the best is shown)")
+    args = ap.parse_args()
+    projects = args.projects or projects_for(args)
+    files = sorted(projects.rglob("*.jsonl"))
+    size = sum(f.stat().st_size for f in files)
+    runs = 1 if size > 2**30 else args.runs  # one bare parse of a folder this size is long enough
+    t_bare, c_bare = best(lambda: bare_parse(files), runs), best_cpu(lambda: bare_parse(files), runs)
+    print(
+        f"{projects}: {len(files)} files, {size / 2**20:.0f} MiB; bare orjson parse {t_bare:.2f} s, cpu {c_bare:.2f} s"
+    )
+    cache = OUT / "cache-serve"
+    shutil.rmtree(cache, ignore_errors=True)
+    cold = one_launch(projects, cache)
+    warm_runs = [one_launch(projects, cache) for _ in range(args.runs)]
+    warm = {k: min(r[k] for r in warm_runs) for k in warm_runs[0]}
+    print(f"{cold['sessions']:.0f} sessions, {cold['files with diagnostics']:.0f} files with diagnostics")
+    print(f"{'launch until answered':28}{'cold (empty cache)':>34}{'warm (best of ' + str(args.runs) + ')':>34}")
+    for key in ("initialize", "sessions/list", "workspace/diagnostic"):
+        cells = [f"{r[key]:.3f} s  {r[key] / t_bare:.3f}x" for r in (cold, warm)]
+        print(f"{key:28}" + "".join(f"{c:>34}" for c in cells))
+    cells = [f"{r['cpu']:.2f} s  {r['cpu'] / c_bare:.3f}x" for r in (cold, warm)]
+    print(f"{'whole launch, cpu':28}" + "".join(f"{c:>34}" for c in cells))
+    shutil.rmtree(cache, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

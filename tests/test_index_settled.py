@@ -1,0 +1,68 @@
+"""A file whose size and mtime are unchanged is taken as unchanged without reading its head, when it was read long
+after its last change (as the index database takes it); a file read soon after a change is still fingerprinted,
+since a same-size rewrite may keep the same mtime tick."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from server.index import ProjectIndex
+
+CORPUS = Path(__file__).resolve().parent / "corpus" / "claude-code-2.1.328" / "projects"
+SHOP = "-Users-me-shop"
+PAR = "11111111-1111-4111-8111-111111111111"
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    dest = tmp_path / "projects"
+    shutil.copytree(CORPUS, dest)
+    return dest / SHOP / f"{PAR}.jsonl"
+
+
+def rewrite_head_keeping_size_and_mtime(path: Path) -> None:
+    """The first row's uuid changed in place (same length); the mtime set back to what it was."""
+    st = path.stat()
+    data = path.read_bytes()
+    at = data.index(b'"uuid":"') + len(b'"uuid":"')
+    path.write_bytes(data[:at] + b"0" * 8 + data[at + 8 :])
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def first_uuid(idx: ProjectIndex, path: Path) -> str | None:
+    return next(r.uuid for r in idx.files[path].transcript.rows if r.uuid)
+
+
+@pytest.mark.parametrize("persist", [False, True])
+def test_a_settled_file_is_not_read_again_when_its_stat_is_unchanged(
+    path: Path, persist: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    hour_ago = time.time() - 3600
+    os.utime(path, (hour_ago, hour_ago))
+    idx = ProjectIndex(path.parent.parent, persist=persist)
+    idx.scan()
+    before = first_uuid(idx, path)
+    rewrite_head_keeping_size_and_mtime(path)
+    idx.update_file(path)
+    assert first_uuid(idx, path) == before  # proof that nothing was read: the head did change
+    assert not before.startswith("00000000")  # type: ignore[union-attr]
+    if persist:  # restarted from the database: the same
+        idx.close()
+        again = ProjectIndex(path.parent.parent)
+        again.scan()
+        assert first_uuid(again, path) == before
+
+
+def test_a_file_read_soon_after_a_change_is_fingerprinted(path: Path) -> None:
+    os.utime(path)  # modified just now
+    idx = ProjectIndex(path.parent.parent, persist=False)
+    idx.scan()
+    rewrite_head_keeping_size_and_mtime(path)
+    idx.update_file(path)
+    assert first_uuid(idx, path).startswith("00000000")  # type: ignore[union-attr]
