@@ -12,20 +12,31 @@ Pushing twice adds nothing: a row already stored under its key is skipped by its
 batch whose `uuid`s are all stored is a retry and is skipped whole (the SessionStore contract as
 `storage.pgstore` keeps it), also when other writers appended to the store in between.
 
+Every local file is decided by `storage.access.resolve_target` like any other transcript we read or
+append to: a store key that is not a project folder name and a session UUID, or a copy whose real
+path leaves the projects folder (a symlinked project folder, session folder or file), is refused
+before anything is read or sent. Both directions hold the session's writer lock
+(`storage.admission`) while they read and write, so they never interleave with a local turn.
+
 Only the protocol's `load()`, `append()` and `list_subkeys()` are used, so any SessionStore works.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-from storage.errors import NotATranscript, StoreDiverged
-from storage.livesession import config_dir_of, ensure_free
+from storage.access import resolve_target
+from storage.admission import admit
+from storage.errors import InvalidArgument, NotATranscript, StoreDiverged
+from storage.livesession import config_dir_of
+from storage.paths import UUID_RE
 from storage.store_materialize import (
     jsonl_bytes,
     load_session,
+    safe_subpath,
     session_files,
     split_agent_metadata,
     write_files,
@@ -64,16 +75,33 @@ def _key(project_key: str, session_id: str, subpath: str | None) -> dict[str, st
     return {**key, "subpath": subpath} if subpath else key
 
 
+def check_key(project_key: str, session_id: str) -> None:
+    """A store key that names a local session: one project folder name and a session UUID."""
+    if not safe_subpath(project_key) or any(c in project_key for c in "/\\"):
+        raise InvalidArgument(f"the store's project key {project_key!r} is not a project folder name")
+    if "\x00" in session_id or not UUID_RE.match(session_id):
+        raise InvalidArgument(f"the store's session id {session_id!r} is not a session id")
+
+
+def local_main(projects_dir: Path, project_key: str, session_id: str) -> Path:
+    """Where the local copy of a store session is (it may not exist); the key checked first."""
+    check_key(project_key, session_id)
+    return Path(projects_dir) / project_key / f"{session_id}.jsonl"
+
+
 def local_streams(projects_dir: Path, project_key: str, session_id: str) -> dict[str | None, Path]:
     """The local transcripts of a session by store subpath: None for the main one, then
-    `subagents/agent-<id>` (the path under the session's folder, without `.jsonl`)."""
-    main = Path(projects_dir) / project_key / f"{session_id}.jsonl"
-    streams: dict[str | None, Path] = {None: main}
+    `subagents/agent-<id>` (the path under the session's folder, without `.jsonl`), each the real
+    path `resolve_target` allows reading (`NotFound` without a local copy)."""
+    main = local_main(projects_dir, project_key, session_id)
+    streams: dict[str | None, Path] = {None: resolve_target(projects_dir, path=main, access="read")}
     folder = main.parent / session_id
     if folder.is_dir():
         for sub in sorted(folder.rglob("*.jsonl")):
             if sub.is_file() and not sub.is_symlink():
-                streams[str(sub.relative_to(folder).with_suffix(""))] = sub
+                streams[str(sub.relative_to(folder).with_suffix(""))] = resolve_target(
+                    projects_dir, path=sub, access="read"
+                )
     return streams
 
 
@@ -87,10 +115,14 @@ async def push_session(store: Any, projects_dir: Path, project_key: str, session
     """Append to the store the rows the local copy holds beyond what it shares with the store;
     returns how many rows the store took (0 when it had them all; counted as the key's growth,
     so a concurrent writer's rows would count too)."""
+    check_key(project_key, session_id)
+    with admit(session_id, config_dir=config_dir_of(Path(projects_dir)), register=False):
+        return await _push_streams(store, projects_dir, project_key, session_id)
+
+
+async def _push_streams(store: Any, projects_dir: Path, project_key: str, session_id: str) -> int:
     taken = 0
     for subpath, path in local_streams(projects_dir, project_key, session_id).items():
-        if not path.is_file():
-            raise NotATranscript(f"no local copy of session {session_id} at {path}")
         key = _key(project_key, session_id, subpath)
         local = file_rows(path)
         stored = await _stored_rows(store, key)
@@ -109,21 +141,32 @@ async def bring_local(store: Any, projects_dir: Path, project_key: str, session_
     """The local copy of a store session, made or brought up to date; returns its main transcript.
 
     No copy: the session's files are written as the SDK writes them. A copy that is a start of the
-    store's rows gets the rest appended (a session another process is writing is left alone,
-    `SessionInUse`). A copy holding rows the store lacks, or other rows, is not touched:
+    store's rows gets the rest appended, under the session's writer lock (a session another writer
+    holds is left alone: `InUse`). A copy holding rows the store lacks, or other rows, is not touched:
     `StoreDiverged` says which (push or move it first)."""
-    session = await load_session(store, project_key, session_id)
     projects_dir = Path(projects_dir)
-    main = projects_dir / project_key / f"{session_id}.jsonl"
-    if not main.exists():
+    main = local_main(projects_dir, project_key, session_id)
+    session = await load_session(store, project_key, session_id)
+    if not os.path.lexists(main):
         return write_session(projects_dir, session)
+    with admit(session_id, config_dir=config_dir_of(projects_dir), register=False):
+        _catch_up(projects_dir, session, main)
+    return main
+
+
+def _catch_up(projects_dir: Path, session: Any, main: Path) -> None:
+    """Append to the existing local copy what the store gained since (see `bring_local`)."""
+    session_id = session.session_id
     streams: dict[str | None, list[Any]] = {None: session.entries}
     streams.update((sub, split_agent_metadata(rows)[1]) for sub, rows in session.subkeys.items())
     behind: dict[Path, list[Any]] = {}
     for subpath, rows in streams.items():
+        if subpath is not None and not safe_subpath(subpath):
+            raise InvalidArgument(f"unsafe subpath {subpath!r} in the store")
         path = main if subpath is None else main.parent / session_id / f"{subpath}.jsonl"
-        if not path.exists():
+        if not os.path.lexists(path):
             continue
+        path = resolve_target(projects_dir, path=path, access="write" if subpath is None else "read")
         local = file_rows(path)
         n = shared_start(rows, local)
         if n < len(local):
@@ -136,8 +179,5 @@ async def bring_local(store: Any, projects_dir: Path, project_key: str, session_
             behind[path] = rows[n:]
     missing = {projects_dir / rel: data for rel, data in session_files(session).items()}
     write_files(projects_dir, {p: data for p, data in missing.items() if not p.exists()})
-    if behind:
-        ensure_free(session_id, config_dir_of(projects_dir))
-        for path, rows in behind.items():
-            append_lines(path, jsonl_bytes(rows))
-    return main
+    for path, rows in behind.items():
+        append_lines(path, jsonl_bytes(rows))
