@@ -8,9 +8,10 @@ local file (the main transcript and any subagent transcript) holds beyond the lo
 shares with the store: one `append` (one transaction) per file. Both compare parsed rows, not
 bytes: the store keeps JSON values, and a copy's lines may be written by another JSON encoder.
 
-Pushing twice adds nothing: a row already stored under its key is skipped by its `uuid`, and a
-batch whose `uuid`s are all stored is a retry and is skipped whole (the SessionStore contract as
-`storage.pgstore` keeps it), also when other writers appended to the store in between.
+Pushing twice adds nothing, also when other writers appended to the store in between: only rows
+the store does not hold are sent (`unsent`: a `uuid` it holds, or an equal uuid-less row after the
+shared start, is held), so a title or tag row is not sent again, and a new one is not lost in a
+batch the store would skip whole as a retry (the SessionStore contract as `storage.pgstore` keeps it).
 
 Every local file is decided by `storage.access.resolve_target` like any other transcript we read or
 append to: a store key that is not a project folder name and a session UUID, or a copy whose real
@@ -68,6 +69,41 @@ def shared_start(a: list[Any], b: list[Any]) -> int:
             break
         n += 1
     return n
+
+
+def _uuid_of(row: Any) -> str | None:
+    uid = row.get("uuid") if isinstance(row, dict) else None
+    return uid if isinstance(uid, str) and uid else None
+
+
+def unsent(stored: list[Any], ahead: list[Any], shared: int) -> list[Any]:
+    """The rows of `ahead` (the local rows after the `shared` start) the store does not hold yet.
+
+    Rows the store took from an earlier push sit after the shared start, among other writers' rows:
+    a row with a `uuid` is held when the store holds that `uuid`; one without (a title, a tag) when
+    an equal row is stored after the shared start, each stored row matching one local row. Sending
+    only these keeps a push from repeating the uuid-less ones, and from a batch the store would skip
+    whole as a retry (its uuids all stored) when a new uuid-less row rides with them."""
+    uuids = {u for u in map(_uuid_of, stored) if u is not None}
+    others: dict[str, int] = {}
+    for row in stored[shared:]:
+        if _uuid_of(row) is None:
+            text = json.dumps(row, sort_keys=True)
+            others[text] = others.get(text, 0) + 1
+    out = []
+    for row in ahead:
+        uid = _uuid_of(row)
+        if uid is not None:
+            if uid not in uuids:
+                uuids.add(uid)
+                out.append(row)
+            continue
+        text = json.dumps(row, sort_keys=True)
+        if others.get(text, 0) > 0:
+            others[text] -= 1
+        else:
+            out.append(row)
+    return out
 
 
 def _key(project_key: str, session_id: str, subpath: str | None) -> dict[str, str]:
@@ -129,10 +165,11 @@ async def _push_streams(store: Any, projects_dir: Path, project_key: str, sessio
         n = shared_start(stored, local)
         if n == 0 and stored and local:
             raise StoreDiverged(f"{path} and the store's {project_key}/{session_id} share no first row; nothing sent")
-        if n == len(local):
+        rows = unsent(stored, local[n:], n)
+        if not rows:
             continue
         before = len(await store.load(key) or [])
-        await store.append(key, local[n:])
+        await store.append(key, rows)
         taken += len(await store.load(key) or []) - before
     return taken
 
