@@ -5,7 +5,8 @@ The layout and bytes follow the SDK's resume materialisation: the main transcrip
 `<projects>/<project_key>/<session_id>.jsonl`, one compact `json.dumps` per entry and line;
 each subkey (`subagents/agent-<id>`) as `<session_id>/<subpath>.jsonl`, its synthetic
 `agent_metadata` entries (the last one wins) as the `.meta.json` beside it, without `type`.
-Files are 0600. A subpath that would leave the session's folder is refused.
+Files are 0600. A subpath that would leave the session's folder, or a name longer than a file
+name can be, is refused (`InvalidArgument`) before anything is written.
 
 Only the protocol's `load()` and `list_subkeys()` are used, so any `SessionStore` works.
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from storage.access import resolve_target
-from storage.errors import InUse, NotFound
+from storage.errors import InUse, InvalidArgument, NotFound
 from storage.locking import make_private_dirs
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -79,23 +80,32 @@ def split_agent_metadata(entries: list[Any]) -> tuple[dict[str, Any] | None, lis
     return meta, lines
 
 
+NAME_MAX = 255
+"""The longest file name (in bytes) the file systems we write to take."""
+
+
 def safe_subpath(subpath: str) -> bool:
     if not subpath or "\x00" in subpath or subpath.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", subpath):
         return False
     return not any(part in ("", ".", "..") for part in re.split(r"[\\/]", subpath))
 
 
+def _fits(relative: Path) -> bool:
+    """Every name on the path is short enough to be created (else the write fails half done)."""
+    return all(len(part.encode("utf-8", "surrogatepass")) <= NAME_MAX for part in relative.parts)
+
+
 def session_files(session: StoreSession) -> dict[Path, bytes]:
     """Relative path (under the projects folder) -> content, for every file of the session."""
     if not safe_subpath(session.project_key) or "/" in session.project_key or "/" in session.session_id:
-        raise ValueError(f"unsafe key {session.project_key!r}/{session.session_id!r}")
+        raise InvalidArgument(f"unsafe key {session.project_key!r}/{session.session_id!r}")
     if not safe_subpath(session.session_id):
-        raise ValueError(f"unsafe session id {session.session_id!r}")
+        raise InvalidArgument(f"unsafe session id {session.session_id!r}")
     project = Path(session.project_key)
     files = {project / f"{session.session_id}.jsonl": jsonl_bytes(session.entries)}
     for subpath, entries in session.subkeys.items():
         if not safe_subpath(subpath):
-            raise ValueError(f"unsafe subpath {subpath!r} in the store")
+            raise InvalidArgument(f"unsafe subpath {subpath!r} in the store")
         meta, lines = split_agent_metadata(entries)
         base = project / session.session_id / subpath
         if lines:
@@ -103,6 +113,9 @@ def session_files(session: StoreSession) -> dict[Path, bytes]:
         if meta is not None:
             meta.pop("type", None)
             files[base.with_name(base.name + ".meta.json")] = json.dumps(meta).encode("utf-8")
+    for relative in files:
+        if not _fits(relative):
+            raise InvalidArgument(f"a name longer than {NAME_MAX} bytes in {str(relative)[:80]!r}... in the store")
     return files
 
 
