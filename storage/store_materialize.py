@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from storage.access import resolve_target
-from storage.errors import InUse, InvalidArgument, NotFound
+from storage.access import is_inside, real_root, resolve_target
+from storage.errors import InUse, InvalidArgument, NotFound, OutsideProjects
 from storage.locking import make_private_dirs
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -140,16 +141,37 @@ def write_session(projects_dir: Path, session: StoreSession, *, scratch: bool = 
     return Path(projects_dir) / session.project_key / f"{session.session_id}.jsonl"
 
 
+def _held(projects_dir: Path, path: Path, data: bytes) -> bool | None:
+    """Whether the regular file at `path` holds `data` (None when nothing is there, not even a
+    dangling link; read only when the sizes agree); `LocalFileExists` for anything else there,
+    `OutsideProjects` for a file reached through a folder link out of the projects folder."""
+    if not os.path.lexists(path):
+        return None
+    if not is_inside(real_root(projects_dir), Path(os.path.realpath(path))):
+        raise OutsideProjects(f"{path} leads out of the projects folder {real_root(projects_dir)}; not written")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise LocalFileExists(f"{path} exists and is not a regular file ({exc.strerror}); not overwritten") from exc
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise LocalFileExists(f"{path} exists and is not a regular file; not overwritten")
+        return st.st_size == len(data) and fh.read() == data
+
+
 def write_files(projects_dir: Path, files: dict[Path, bytes]) -> None:
     """Write each file (absolute paths under `projects_dir`) whole, mode 0600, never over another.
 
-    A file already there with the same content is kept; one with other content is not touched
-    and `LocalFileExists` is raised before anything is written."""
-    for path, data in files.items():
-        if path.exists() and path.read_bytes() != data:
+    A file already there with the same content is kept; one with other content, or anything else
+    there (a link, a FIFO, a device, a folder), is not touched and `LocalFileExists` is raised
+    before anything is written; a path whose real path leaves the projects folder is `OutsideProjects`."""
+    held = {path: _held(projects_dir, path, data) for path, data in files.items()}
+    for path in files:
+        if held[path] is False:
             raise LocalFileExists(f"{path} exists with other content; not overwritten")
     for path, data in files.items():
-        if path.exists():
+        if held[path] is not None:
             continue
         path = resolve_target(projects_dir, path=path, access="create")  # no planted link leads out
         make_private_dirs(path.parent)

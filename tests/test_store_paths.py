@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import stat
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -140,3 +144,34 @@ def test_push_and_catch_up_wait_for_the_session_writer(store_url, pg_schema, tmp
     done = cli("push", SID, "--store", store_url, "--store-schema", pg_schema, "--projects-dir", str(local), "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["pushed"] == 1 and load(store_url, pg_schema) == [*corpus_rows(), EXTRA]
+
+
+def test_pull_leaves_a_fifo_or_a_link_where_the_copy_goes(store_url, pg_schema, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    local, outside = tmp_path / "config" / "projects", tmp_path / "outside"
+    (local / PROJECT).mkdir(parents=True)
+    outside.mkdir()
+    copy = local / PROJECT / f"{SID}.jsonl"
+    pull = [sys.executable, "-m", "server.cli", "pull", SID, "--store", store_url, "--store-schema", pg_schema]
+    pull += ["--projects-dir", str(local)]
+
+    os.mkfifo(copy)  # on main: pull opens it to compare and waits for a writer forever
+    done = subprocess.run(pull, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "is not a regular file; not overwritten" in done.stderr, done.stderr
+    assert stat.S_ISFIFO(os.lstat(copy).st_mode)
+
+    # a link to a file elsewhere holding the same session: refused, not reported as the pulled copy
+    copy.unlink()
+    (outside / "same.jsonl").write_bytes(jsonl_bytes(corpus_rows()))
+    copy.symlink_to(outside / "same.jsonl")
+    done = subprocess.run(pull, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "leads out of the projects folder" in done.stderr, done.stderr
+    assert copy.is_symlink() and (outside / "same.jsonl").read_bytes() == jsonl_bytes(corpus_rows())
+
+    # a project folder that links out: refused before anything is read or written there
+    copy.unlink()
+    (local / PROJECT).rmdir()
+    (local / PROJECT).symlink_to(outside, target_is_directory=True)
+    (outside / f"{SID}.jsonl").write_bytes(jsonl_bytes(corpus_rows()))
+    done = subprocess.run(pull, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "leads out of the projects folder" in done.stderr, done.stderr
+    assert sorted(p.name for p in outside.iterdir()) == sorted(["same.jsonl", f"{SID}.jsonl"])
