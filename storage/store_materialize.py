@@ -24,6 +24,7 @@ from typing import Any
 from storage.access import is_inside, real_root, resolve_target
 from storage.errors import InUse, InvalidArgument, NotFound, OutsideProjects
 from storage.locking import make_private_dirs
+from storage.paths import UUID_RE
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -125,8 +126,12 @@ def write_session(projects_dir: Path, session: StoreSession, *, scratch: bool = 
 
     A file already there with the same content is kept; one with other content is not touched
     and `LocalFileExists` is raised before anything is written. Each file appears whole (written
-    aside, then linked into place). `scratch=True` is for a temporary folder of our own: files
-    are created directly (still never over an existing one), which is much faster in bulk."""
+    aside, then linked into place). Only a session whose id is a UUID is written into a projects
+    folder (`claude --resume` knows no other), else `InvalidArgument`. `scratch=True` is for a
+    temporary folder of our own (any id): files are created directly (still never over an existing
+    one), which is much faster in bulk."""
+    if not scratch and not UUID_RE.match(session.session_id):
+        raise InvalidArgument(f"the store's session id {session.session_id!r} is not a session id; not written")
     files = {Path(projects_dir) / rel: data for rel, data in session_files(session).items()}
     if scratch:
         made: set[Path] = set()

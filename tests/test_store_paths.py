@@ -175,3 +175,20 @@ def test_pull_leaves_a_fifo_or_a_link_where_the_copy_goes(store_url, pg_schema, 
     done = subprocess.run(pull, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "leads out of the projects folder" in done.stderr, done.stderr
     assert sorted(p.name for p in outside.iterdir()) == sorted(["same.jsonl", f"{SID}.jsonl"])
+
+
+def test_pull_writes_only_a_session_whose_id_is_a_uuid(store_url, pg_schema, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    local = tmp_path / "config" / "projects"
+    (local / PROJECT / "memory").mkdir(parents=True)  # the CLI's project memory folder
+    store = PostgresSessionStore(store_url, schema=pg_schema)
+    key = {"project_key": PROJECT, "session_id": "memory"}
+    in_loop(store, store.append(key, corpus_rows()))
+    store = PostgresSessionStore(store_url, schema=pg_schema)
+    in_loop(store, store.append({**key, "subpath": "MEMORY"}, corpus_rows()[:2]))
+
+    args = ("--store", store_url, "--store-schema", pg_schema, "--projects-dir", str(local))
+    done = cli("pull", "memory", *args)
+    assert done.returncode == 2 and "'memory' is not a session id" in done.stderr, done.stderr
+    # on main: <project>/memory.jsonl and <project>/memory/MEMORY.jsonl
+    assert sorted(str(p.relative_to(local)) for p in local.rglob("*")) == [PROJECT, f"{PROJECT}/memory"]
+    assert cli("chain", "memory", "--json", "--store", store_url, "--store-schema", pg_schema).returncode == 0
