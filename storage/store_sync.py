@@ -207,6 +207,12 @@ def _catch_up(projects_dir: Path, session: Any, main: Path) -> None:
         local = file_rows(path)
         n = shared_start(rows, local)
         if n < len(local):
+            if not unsent(rows, local[n:], n):
+                raise StoreDiverged(
+                    f"the local copy {path} holds the store's rows in another order from row {n + 1} (another "
+                    "writer appended while the copy was ahead); nothing is lost by moving it away, then the "
+                    "store's order is written in its place"
+                )
             what = "rows the store lacks" if n == len(rows) else f"other rows than the store from row {n + 1}"
             raise StoreDiverged(
                 f"the local copy {path} holds {what}; push it (session-lsp push {session_id} --store URL) "

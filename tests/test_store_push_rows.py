@@ -14,6 +14,7 @@ from test_store_commands import cli, mirror_corpus
 from server.agent.loop import run_turn
 from server.agent.request import TurnRequest
 from server.agent.store_turn import in_loop
+from storage.errors import StoreDiverged
 from storage.pgstore import PostgresSessionStore
 from storage.store_sync import bring_local, file_rows, push_session
 
@@ -76,3 +77,12 @@ def test_a_rename_after_a_turn_pushed_past_another_writer_is_not_lost(store, scr
     assert push(store, local) == 1  # on main: 0, the title riding in a batch skipped as a retry
     assert push(store, local) == 0
     assert stored(store) == [*before, ELSEWHERE, *turn, title]
+
+    # the copy now holds the store's rows in another order: a turn says so (pushing would do nothing)
+    with pytest.raises(StoreDiverged, match="holds the store's rows in another order") as refused:
+        in_loop(store, bring_local(store, local, PROJECT, SID))
+    assert "push it" not in str(refused.value)
+    held = copy.read_bytes()
+    copy.rename(copy.with_name("moved-away.jsonl.bak"))
+    assert file_rows(in_loop(store, bring_local(store, local, PROJECT, SID))) == stored(store)
+    assert copy.with_name("moved-away.jsonl.bak").read_bytes() == held
