@@ -100,6 +100,23 @@ def neutral(text: str) -> str:
     return text.replace(str(BASE), "").replace(escaped + "-", "-")
 
 
+EXAMPLE_PROJECT = "-home-dev-ledger"
+"""The one project folder the example holds (the made-up project's neutral path)."""
+
+
+def check_out(out: Path) -> None:
+    """`out` is wiped and rewritten: it must not exist yet, or hold nothing but the example's project
+    folder (an earlier run), so that `--out ~/.claude/projects` or `--out ~` never deletes anything."""
+    if not os.path.lexists(out):
+        return
+    if out.is_symlink() or not out.is_dir():
+        raise SystemExit(f"--out {out}: not a folder; nothing written")
+    others = sorted(p.name for p in out.iterdir() if p.name != EXAMPLE_PROJECT)
+    if others:
+        shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
+        raise SystemExit(f"--out {out} holds more than an earlier example ({shown}); give an empty or new folder")
+
+
 def export(source: Path, out: Path) -> list[Path]:
     """Copy the CLI's projects folder to `out` with neutral paths; returns the files written."""
     shutil.rmtree(out, ignore_errors=True)
@@ -122,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", type=Path, default=OUT, help=f"folder to (re)write (default: {OUT})")
     args = parser.parse_args(argv)
+    check_out(args.out)
     if find_claude() is None:
         print("REAL CLI NOT AVAILABLE: run scripts/setup.d/claude-cli.sh", file=sys.stderr)
         return 1

@@ -33,7 +33,7 @@ from typing import Any
 from storage.access import real_root
 from storage.cache import cache_dir, private_dir, private_file
 from storage.indexdb import APPENDED, SAME, Identity, compare
-from storage.jsonline import loads_line
+from storage.jsonline import loads_line, scrub_surrogates
 from storage.paths import AGENT_FILE_RE, UUID_RE, is_session_file, iter_project_dirs, iter_session_files, subagent_files
 from storage.reader import open_regular
 from storage.snippet import cut_snippet, word_pattern
@@ -122,12 +122,21 @@ def _flatten(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def plain_query(query: str) -> str:
+    """The query as text SQLite takes: a NUL (which ends an FTS5 string early) is a space, and a
+    lone surrogate (a JSON escape, an undecodable byte of a command-line argument) is U+FFFD."""
+    text: str = scrub_surrogates(query)
+    return text.replace("\x00", " ")
+
+
 def fts_query(query: str) -> str:
-    """The person's words as an FTS5 query: every word must appear (prefix match on the last)."""
-    words = [w for w in query.split() if w]
-    quoted = ['"' + w.replace('"', '""') + '"' for w in words]
-    if quoted:
-        quoted[-1] += "*"
+    """The person's words as an FTS5 query: every word must appear (prefix match on the last).
+    A word said twice is asked for once (FTS5 takes time quadratic in the number of phrases)."""
+    words = [w for w in plain_query(query).split() if w]
+    if not words:
+        return ""
+    quoted = ['"' + w.replace('"', '""') + '"' for w in [*dict.fromkeys(words[:-1]), words[-1]]]
+    quoted[-1] += "*"
     return " ".join(quoted)
 
 
@@ -300,7 +309,7 @@ class SearchIndex:
                 best,
             )
         }
-        pattern = word_pattern(query)
+        pattern = word_pattern(plain_query(query))
         hits = []
         for rowid in best:
             session, path, line, uuid, kind, text = found[rowid]

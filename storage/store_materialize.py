@@ -5,7 +5,8 @@ The layout and bytes follow the SDK's resume materialisation: the main transcrip
 `<projects>/<project_key>/<session_id>.jsonl`, one compact `json.dumps` per entry and line;
 each subkey (`subagents/agent-<id>`) as `<session_id>/<subpath>.jsonl`, its synthetic
 `agent_metadata` entries (the last one wins) as the `.meta.json` beside it, without `type`.
-Files are 0600. A subpath that would leave the session's folder is refused.
+Files are 0600. A subpath that would leave the session's folder, or a name longer than a file
+name can be, is refused (`InvalidArgument`) before anything is written.
 
 Only the protocol's `load()` and `list_subkeys()` are used, so any `SessionStore` works.
 """
@@ -15,13 +16,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from storage.access import resolve_target
-from storage.errors import InUse, NotFound
+from storage.access import is_inside, real_root, resolve_target
+from storage.errors import InUse, InvalidArgument, NotFound, OutsideProjects
 from storage.locking import make_private_dirs
+from storage.paths import UUID_RE
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -79,23 +82,32 @@ def split_agent_metadata(entries: list[Any]) -> tuple[dict[str, Any] | None, lis
     return meta, lines
 
 
+NAME_MAX = 255
+"""The longest file name (in bytes) the file systems we write to take."""
+
+
 def safe_subpath(subpath: str) -> bool:
     if not subpath or "\x00" in subpath or subpath.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", subpath):
         return False
     return not any(part in ("", ".", "..") for part in re.split(r"[\\/]", subpath))
 
 
+def _fits(relative: Path) -> bool:
+    """Every name on the path is short enough to be created (else the write fails half done)."""
+    return all(len(part.encode("utf-8", "surrogatepass")) <= NAME_MAX for part in relative.parts)
+
+
 def session_files(session: StoreSession) -> dict[Path, bytes]:
     """Relative path (under the projects folder) -> content, for every file of the session."""
     if not safe_subpath(session.project_key) or "/" in session.project_key or "/" in session.session_id:
-        raise ValueError(f"unsafe key {session.project_key!r}/{session.session_id!r}")
+        raise InvalidArgument(f"unsafe key {session.project_key!r}/{session.session_id!r}")
     if not safe_subpath(session.session_id):
-        raise ValueError(f"unsafe session id {session.session_id!r}")
+        raise InvalidArgument(f"unsafe session id {session.session_id!r}")
     project = Path(session.project_key)
     files = {project / f"{session.session_id}.jsonl": jsonl_bytes(session.entries)}
     for subpath, entries in session.subkeys.items():
         if not safe_subpath(subpath):
-            raise ValueError(f"unsafe subpath {subpath!r} in the store")
+            raise InvalidArgument(f"unsafe subpath {subpath!r} in the store")
         meta, lines = split_agent_metadata(entries)
         base = project / session.session_id / subpath
         if lines:
@@ -103,6 +115,9 @@ def session_files(session: StoreSession) -> dict[Path, bytes]:
         if meta is not None:
             meta.pop("type", None)
             files[base.with_name(base.name + ".meta.json")] = json.dumps(meta).encode("utf-8")
+    for relative in files:
+        if not _fits(relative):
+            raise InvalidArgument(f"a name longer than {NAME_MAX} bytes in {str(relative)[:80]!r}... in the store")
     return files
 
 
@@ -111,8 +126,12 @@ def write_session(projects_dir: Path, session: StoreSession, *, scratch: bool = 
 
     A file already there with the same content is kept; one with other content is not touched
     and `LocalFileExists` is raised before anything is written. Each file appears whole (written
-    aside, then linked into place). `scratch=True` is for a temporary folder of our own: files
-    are created directly (still never over an existing one), which is much faster in bulk."""
+    aside, then linked into place). Only a session whose id is a UUID is written into a projects
+    folder (`claude --resume` knows no other), else `InvalidArgument`. `scratch=True` is for a
+    temporary folder of our own (any id): files are created directly (still never over an existing
+    one), which is much faster in bulk."""
+    if not scratch and not UUID_RE.match(session.session_id):
+        raise InvalidArgument(f"the store's session id {session.session_id!r} is not a session id; not written")
     files = {Path(projects_dir) / rel: data for rel, data in session_files(session).items()}
     if scratch:
         made: set[Path] = set()
@@ -127,16 +146,37 @@ def write_session(projects_dir: Path, session: StoreSession, *, scratch: bool = 
     return Path(projects_dir) / session.project_key / f"{session.session_id}.jsonl"
 
 
+def _held(projects_dir: Path, path: Path, data: bytes) -> bool | None:
+    """Whether the regular file at `path` holds `data` (None when nothing is there, not even a
+    dangling link; read only when the sizes agree); `LocalFileExists` for anything else there,
+    `OutsideProjects` for a file reached through a folder link out of the projects folder."""
+    if not os.path.lexists(path):
+        return None
+    if not is_inside(real_root(projects_dir), Path(os.path.realpath(path))):
+        raise OutsideProjects(f"{path} leads out of the projects folder {real_root(projects_dir)}; not written")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise LocalFileExists(f"{path} exists and is not a regular file ({exc.strerror}); not overwritten") from exc
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise LocalFileExists(f"{path} exists and is not a regular file; not overwritten")
+        return st.st_size == len(data) and fh.read() == data
+
+
 def write_files(projects_dir: Path, files: dict[Path, bytes]) -> None:
     """Write each file (absolute paths under `projects_dir`) whole, mode 0600, never over another.
 
-    A file already there with the same content is kept; one with other content is not touched
-    and `LocalFileExists` is raised before anything is written."""
-    for path, data in files.items():
-        if path.exists() and path.read_bytes() != data:
+    A file already there with the same content is kept; one with other content, or anything else
+    there (a link, a FIFO, a device, a folder), is not touched and `LocalFileExists` is raised
+    before anything is written; a path whose real path leaves the projects folder is `OutsideProjects`."""
+    held = {path: _held(projects_dir, path, data) for path, data in files.items()}
+    for path in files:
+        if held[path] is False:
             raise LocalFileExists(f"{path} exists with other content; not overwritten")
     for path, data in files.items():
-        if path.exists():
+        if held[path] is not None:
             continue
         path = resolve_target(projects_dir, path=path, access="create")  # no planted link leads out
         make_private_dirs(path.parent)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -97,7 +98,8 @@ def _relative(path: Path | str, root: Path) -> str:
 @contextlib.contextmanager
 def materialised(args: argparse.Namespace) -> Iterator[Path]:
     """A temporary projects folder holding the store's sessions (those of `--cwd`'s project when
-    given), written as the SDK writes them; caches stay off while it exists."""
+    given), written as the SDK writes them; caches stay off while it exists. A session whose key
+    no file can have (an unsafe or overlong name) is left out, named on stderr."""
     import tempfile
 
     store = open_store(args)
@@ -114,7 +116,11 @@ async def _materialise_projects(store: Any, keys: list[str] | None, root: Path) 
     try:
         for key in keys if keys is not None else await store.list_project_keys():
             for session in await store.load_project(key):
-                path = write_session(root, session, scratch=True)
+                try:
+                    path = write_session(root, session, scratch=True)
+                except ValueError as exc:  # a key no file can have: this session only is left out
+                    print(f"session-lsp: store session {key!r}/{session.session_id!r} skipped: {exc}", file=sys.stderr)
+                    continue
                 mtime = session.mtime / 1000
                 os.utime(path, (mtime, mtime))
     finally:
