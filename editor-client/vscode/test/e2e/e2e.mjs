@@ -558,8 +558,9 @@ async function main() {
   await check('Search Sessions finds a session by a prompt', async () => {
     await runCommand('Claude Sessions: Search Sessions');
     const input = page.locator('.quick-input-widget input');
+    // the command palette's own row also reads "Search Sessions": wait for the quick pick's placeholder
     await until('the Search Sessions quick pick', async () =>
-      /Search Sessions/.test(await page.locator('.quick-input-widget').innerText()),
+      /every message as you type/.test((await input.getAttribute('placeholder').catch(() => '')) ?? ''),
     );
     await input.fill('audit.ts');
     await until('a prompt match', async () =>
@@ -576,6 +577,11 @@ async function main() {
 
   await check('a full-text hit in Search Sessions (a tool call) opens the conversation at it, the call unfolded', async () => {
     await runCommand('Claude Sessions: Search Sessions');
+    await until('the Search Sessions quick pick', async () =>
+      /every message as you type/.test(
+        (await page.locator('.quick-input-widget input').getAttribute('placeholder').catch(() => '')) ?? '',
+      ),
+    );
     await page.locator('.quick-input-widget input').fill('sub task audit');
     const hit = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'tool: Agent sub task READ' }).first();
     await hit.waitFor({ state: 'visible', timeout: 20000 });
