@@ -98,25 +98,48 @@ def is_session_file(path: Path) -> bool:
     return path.suffix == ".jsonl" and bool(UUID_RE.match(path.stem))
 
 
-def iter_project_dirs(projects_dir: Path) -> Iterator[Path]:
+def stays_inside(root: Path, path: Path) -> bool:
+    """`path`, every symlink resolved, is inside `root` resolved: the rule of `storage.access` for what
+    discovery may list and read, so a symlinked project folder, session or subagent file that points
+    elsewhere is never read (nor listed, indexed or searched)."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
     try:
-        entries = sorted(projects_dir.iterdir())
+        with os.scandir(folder) as it:
+            return sorted(it, key=lambda e: e.name)
     except OSError:
-        return
-    for entry in entries:
-        if entry.is_dir():
-            yield entry
+        return []
+
+
+def _is(entry: os.DirEntry[str], kind: str) -> bool:
+    try:
+        return entry.is_dir() if kind == "dir" else entry.is_file()
+    except OSError:
+        return False
+
+
+def iter_project_dirs(projects_dir: Path) -> Iterator[Path]:
+    """The project folders of a projects folder (a symlink among them only if it stays inside)."""
+    for entry in _entries(projects_dir):
+        if _is(entry, "dir") and (not entry.is_symlink() or stays_inside(projects_dir, Path(entry.path))):
+            yield Path(entry.path)
 
 
 def iter_session_files(project_dir: Path) -> Iterator[Path]:
-    """Session transcripts directly inside a project folder (UUID names only)."""
-    try:
-        entries = sorted(project_dir.iterdir())
-    except OSError:
+    """Session transcripts directly inside a project folder (UUID names only), never through a
+    symlink leading out of the projects folder (the project folder's parent)."""
+    root = project_dir.parent
+    if project_dir.is_symlink() and not stays_inside(root, project_dir):
         return
-    for entry in entries:
-        if is_session_file(entry) and entry.is_file():
-            yield entry
+    for entry in _entries(project_dir):
+        path = Path(entry.path)
+        if is_session_file(path) and _is(entry, "file"):
+            if not entry.is_symlink() or stays_inside(root, path):
+                yield path
 
 
 @dataclass(frozen=True)
@@ -133,9 +156,10 @@ def subagent_files(session_file: Path) -> list[SubagentFile]:
     found: list[SubagentFile] = []
     if not root.is_dir():
         return found
+    projects = session_file.parent.parent
     for path in sorted(root.rglob("agent-*.jsonl")):
         m = AGENT_FILE_RE.match(path.name)
-        if not m:
+        if not m or not stays_inside(projects, path):
             continue
         meta = path.with_name(f"agent-{m['id']}.meta.json")
         found.append(SubagentFile(m["id"], path, meta if meta.exists() else None))
@@ -145,6 +169,8 @@ def subagent_files(session_file: Path) -> list[SubagentFile]:
 def legacy_agent_files(project_dir: Path) -> list[Path]:
     """Flat `agent-*.jsonl` files that older CLIs wrote beside the sessions."""
     try:
-        return sorted(p for p in project_dir.glob("agent-*.jsonl") if p.is_file())
+        return sorted(
+            p for p in project_dir.glob("agent-*.jsonl") if p.is_file() and stays_inside(project_dir.parent, p)
+        )
     except OSError:
         return []

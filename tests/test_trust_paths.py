@@ -8,6 +8,7 @@ refused (InvalidParams with a `data.reason`, or exit status 2 with one line) and
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import stat
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from conftest import CORPUS
+from lsprotocol import types as lsp
 from lspserver import SERVER, open_session
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
@@ -242,3 +244,54 @@ async def test_server_creates_new_sessions_only_where_the_cwd_maps(
     )
     assert data["reason"] == "outside-projects"
     assert list(elsewhere.iterdir()) == []
+
+
+# -- discovery: listing, checking, searching and indexing never follow a symlink out ----------------
+
+SECRET = "zanzibar-outside-only"
+
+
+def plant_secrets(world: dict[str, Path]) -> None:
+    """The outside transcripts say a word no inside file says; a subagent file linked out says it too."""
+    for path in (world["outside"] / f"{OUT}.jsonl", world["outside"] / "victim-project" / f"{LINKED}.jsonl"):
+        path.write_text(path.read_text().replace("echo", f"echo {SECRET}"))
+    agent = world["outside"] / "agent-a0123456789abcdef.jsonl"
+    agent.write_text((world["outside"] / f"{OUT}.jsonl").read_text())
+    subagents = world["projects"] / SHOP / S1 / "subagents"
+    subagents.mkdir(parents=True)
+    (subagents / "agent-a0123456789abcdef.jsonl").symlink_to(agent)
+
+
+def test_cli_discovery_never_reads_through_a_symlink_out(world: dict[str, Path]) -> None:
+    plant_secrets(world)
+    projects = str(world["projects"])
+    listed = cli("list", "--json", "--projects-dir", projects)
+    assert listed.returncode == 0, listed.stderr
+    ids = {s["sessionId"] for s in json.loads(listed.stdout)}
+    assert S1 in ids and not ids & {OUT, LINKED}, ids
+    assert "a0123456789abcdef" not in listed.stdout
+    for args in (("check", "--json"), ("search", SECRET, "--json"), ("usage", "--json")):
+        out = cli(*args, "--projects-dir", projects)
+        assert out.returncode in (0, 1), (args, out.stderr)
+        assert OUT not in out.stdout and LINKED not in out.stdout and SECRET not in out.stdout, (args, out.stdout)
+        assert "a0123456789abcdef" not in out.stdout, (args, out.stdout)
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def planted_client(lsp_client: LanguageClient, world: dict[str, Path]):  # type: ignore[no-untyped-def]
+    plant_secrets(world)
+    await open_session(lsp_client, world["projects"])
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_server_discovery_never_reads_through_a_symlink_out(planted_client: LanguageClient) -> None:
+    listed = to_plain(await planted_client.protocol.send_request_async("sessions/list", {}))
+    ids = {s["sessionId"] for s in listed["sessions"]}
+    assert S1 in ids and not ids & {OUT, LINKED}, ids
+    assert "a0123456789abcdef" not in json.dumps(listed)
+    symbols = await planted_client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query=SECRET))
+    assert not symbols, symbols
+    report = await planted_client.workspace_diagnostic_async(lsp.WorkspaceDiagnosticParams(previous_result_ids=[]))
+    uris = " ".join(item.uri for item in report.items)
+    assert OUT not in uris and LINKED not in uris and "a0123456789abcdef" not in uris, uris

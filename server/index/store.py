@@ -30,7 +30,7 @@ from server.index.saved import (
     stamps,
 )
 from storage.indexdb import DAMAGE, IndexDB
-from storage.paths import AGENT_FILE_RE, is_session_file
+from storage.paths import AGENT_FILE_RE, is_session_file, stays_inside
 from storage.reader import NotARegularFile, why_not_regular
 from storage.rows import Row
 from storage.sessions import SessionInfo, read_session_info
@@ -160,8 +160,16 @@ class ProjectIndex:
                         if tracked_kind(sub) == "subagent" and self._regular(sub):
                             yield sub
 
-    def _regular(self, path: Path) -> bool:
+    def _why_not_read(self, path: Path) -> str | None:
+        """Why a tracked path is never read: not a regular file, or a symlink (of the file or of a folder
+        on the way) leading out of the projects folder (`storage.paths.stays_inside`)."""
         why = why_not_regular(path)
+        if why is None and not stays_inside(self.projects_dir, path):
+            why = "a symlink leading out of the projects folder"
+        return why
+
+    def _regular(self, path: Path) -> bool:
+        why = self._why_not_read(path)
         if why is not None:
             self.skip(path, why)
         return why is None
@@ -264,7 +272,7 @@ class ProjectIndex:
         state = self.files.get(path)
         restored = False
         if state is None:
-            why = why_not_regular(path)
+            why = self._why_not_read(path)
             if why is not None:
                 if os.path.lexists(path):
                     self.skip(path, why)
