@@ -19,6 +19,8 @@ BAD_OPTIONS: dict[str, tuple[Any, list[str]]] = {
     "number for a bool": ({"polling": 0}, ["polling"]),
     "number for a path": ({"projectsDir": 5}, ["projectsDir"]),
     "empty path": ({"projectsDir": ""}, ["projectsDir"]),
+    "lone surrogate in a path": ({"projectsDir": "/tmp/\ud800"}, ["projectsDir"]),
+    "relative path": ({"projectsDir": "projects"}, ["projectsDir"]),
     "misspelt option": ({"projectDir": "/somewhere/else"}, ["projectDir"]),
     "unknown option": ({"colour": "blue"}, ["colour"]),
     "two at once": ({"watch": "yes", "pollling": True}, ["watch", "pollling"]),

@@ -100,7 +100,15 @@ def _strict_str(value: Any, _: type) -> str:
 def _path(value: Any, _: type) -> Path:
     if not isinstance(value, str) or not value or "\x00" in value:
         raise TypeError(f"must be a non-empty path string, got {_shown(value)}")
-    return Path(value).expanduser()
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise TypeError(f"must be a path in valid Unicode, got {_shown(value)}") from exc
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        # the server's working directory is the editor's business, not the user's: say where
+        raise TypeError(f"must be an absolute path (or start with ~), got {_shown(value)}")
+    return path
 
 
 def _is_array(kind: Any) -> bool:
