@@ -31,14 +31,19 @@ def add_store_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store-schema", default="session_store", help="the store's PostgreSQL schema")
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("pull", help="copy a session from a session store into the local projects folder")
+def add_store_session_args(p: argparse.ArgumentParser) -> None:
+    """The arguments of a command on one session of a store and its local copy (`pull`, `push`)."""
     p.add_argument("session", help="session id")
     p.add_argument("--store", metavar="URL", required=True, help="the session store (postgresql://...)")
     p.add_argument("--store-schema", default="session_store", help="the store's PostgreSQL schema")
     p.add_argument("--cwd", default=None, help="the session's working directory, when the id is in several projects")
     add_projects_dir(p)
     p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("pull", help="copy a session from a session store into the local projects folder")
+    add_store_session_args(p)
     p.set_defaults(func=cmd_pull)
 
 

@@ -16,18 +16,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from server.commands.common import CommandError, add_projects_dir, print_json, projects_dir
-from server.commands.store import locate_session, open_store, run
+from server.commands.common import CommandError, print_json, projects_dir
+from server.commands.store import add_store_session_args, locate_session, open_store, run
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("push", help="append a local copy's new rows to its session in a session store")
-    p.add_argument("session", help="session id")
-    p.add_argument("--store", metavar="URL", required=True, help="the session store (postgresql://...)")
-    p.add_argument("--store-schema", default="session_store", help="the store's PostgreSQL schema")
-    p.add_argument("--cwd", default=None, help="the session's working directory, when the id is in several projects")
-    add_projects_dir(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_store_session_args(p)
     p.set_defaults(func=cmd_push)
 
 
