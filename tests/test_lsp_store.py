@@ -378,3 +378,29 @@ async def test_a_turn_in_a_store_the_server_does_not_know_is_refused(client: Lan
             await client.protocol.send_request_async("sessions/runTurn", params)
         assert caught.value.code == -32602 and field in caught.value.message, caught.value.message
     assert list(projects.rglob("*.jsonl")) == []
+
+
+async def test_a_turn_in_the_store_cancelled_midway_leaves_store_and_copy_equal(
+    client: LanguageClient, projects: Path, store: dict[str, Any], tmp_path: Path
+) -> None:
+    """Stopped in the middle of the model's reply: the turn records its interruption as the CLI does,
+    and what it recorded still reaches the store, so the store and the local copy stay equal."""
+    items = await store_items(client)
+    work = tmp_path / "work"
+    work.mkdir()
+    params = {"sessionId": S1, "store": items[S1]["storeId"], "prompt": "SLOW stop me", "cwd": str(work)}
+    msg_id = "store-turn-to-cancel"
+    answer = client.protocol.send_request("sessions/runTurn", {**params, "provider": "anthropic"}, msg_id=msg_id)
+    local = projects / SHOP / f"{S1}.jsonl"
+    await wait_for(lambda: local.is_file() and "SLOW stop me" in local.read_text())
+    client.protocol.notify("$/cancelRequest", lsp.CancelParams(id=msg_id))
+    with pytest.raises(JsonRpcException):
+        await asyncio.wrap_future(answer) if isinstance(answer, concurrent.futures.Future) else await answer
+
+    async def equal() -> bool:
+        async with PostgresSessionStore(store["url"], schema=store["schema"]) as reader:
+            return bool(list(await reader.load({"project_key": SHOP, "session_id": S1})) == entries_of(local))
+
+    await wait_for(equal)
+    texts = [json.dumps(e) for e in entries_of(local)]
+    assert any("[Request interrupted by user" in t for t in texts), texts[-3:]
