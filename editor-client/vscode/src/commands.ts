@@ -402,7 +402,11 @@ export class Commands {
     if (t) {
       params.sessionId = requireSessionId(t.sessionId);
     }
-    if (!t || !info?.cwd) {
+    if (info?.storeId) {
+      // a store session: the server runs the turn on its local copy and appends what it wrote to the store
+      params.store = info.storeId;
+    }
+    if (!t || !info?.cwd || info?.storeId) {
       params.cwd = cwd;
     }
     if (provider) {
