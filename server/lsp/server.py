@@ -541,20 +541,36 @@ def text_document_did_close(ls: SessionServer, params: lsp.DidCloseTextDocumentP
 async def text_document_diagnostic(ls: SessionServer, params: lsp.DocumentDiagnosticParams) -> Any:
     await _until_ready(ls)
     path = _path(params.text_document.uri)
-    items = ls.lsp_diagnostics(path) if ls.state_of(path) is not None else []
+    items = await asyncio.to_thread(lambda: ls.lsp_diagnostics(path) if ls.state_of(path) is not None else [])
     return lsp.RelatedFullDocumentDiagnosticReport(items=items)
 
 
-@server.feature(lsp.WORKSPACE_DIAGNOSTIC)
-async def workspace_diagnostic(ls: SessionServer, params: lsp.WorkspaceDiagnosticParams) -> Any:
-    await _until_ready(ls)
+def _workspace_reports(ls: SessionServer, stop: threading.Event) -> list[Any]:
+    """Every indexed file's diagnostics (local and store sessions), one session at a time; gives up
+    as soon as `stop` is set (the request was cancelled)."""
     assert ls.index is not None
     reports: list[Any] = []
     files = [*ls.index.files, *(f for feed in ls.stores.feeds for f in list(feed.index.files))]
     for path in sorted(files):
+        if stop.is_set():
+            break
         items = ls.lsp_diagnostics(path)
         if items:
             reports.append(lsp.WorkspaceFullDocumentDiagnosticReport(uri=ls.uri_of(path), items=items, version=None))
+    return reports
+
+
+@server.feature(lsp.WORKSPACE_DIAGNOSTIC)
+async def workspace_diagnostic(ls: SessionServer, params: lsp.WorkspaceDiagnosticParams) -> Any:
+    """Computed on a worker thread, so the event loop goes on serving other requests (and
+    `$/cancelRequest`, which stops the computation at the next session)."""
+    await _until_ready(ls)
+    stop = threading.Event()
+    try:
+        reports = await asyncio.to_thread(_workspace_reports, ls, stop)
+    except asyncio.CancelledError:
+        stop.set()
+        raise
     return lsp.WorkspaceDiagnosticReport(items=reports)
 
 
@@ -715,7 +731,7 @@ def _register_request(method: str) -> None:
         return serve_request(ls, method, params)
 
     handler.__name__ = method.replace("/", "_")
-    server.feature(method)(handler)
+    server.feature(method)(server.thread()(handler))  # they read whole folders or files: off the event loop
 
 
 for _method in SESSION_REQUESTS:
@@ -850,13 +866,17 @@ def store_document(ls: SessionServer, params: Any) -> dict[str, Any]:
     return {"uri": uri, "text": text, "store": feed.source.name, "readOnly": True}
 
 
-server.feature("sessions/storeDocument")(store_document)
+server.feature("sessions/storeDocument")(server.thread()(store_document))
 
 
 def _register_command(name: str) -> None:
     """Each custom request is also a `workspace/executeCommand` command taking one object."""
     if name == "sessions/storeDocument":
-        server.command(name)(lambda ls, *args: store_document(ls, args[0] if args else {}))
+
+        def store_document_command(ls: SessionServer, *args: Any) -> Any:
+            return store_document(ls, args[0] if args else {})
+
+        server.command(name)(server.thread()(store_document_command))
         return
     if name == "sessions/runTurn":
 
@@ -869,7 +889,7 @@ def _register_command(name: str) -> None:
     def command(ls: SessionServer, *args: Any) -> Any:
         return serve_request(ls, name, args[0] if args else {})
 
-    server.command(name)(command)
+    server.command(name)(server.thread()(command))
 
 
 for _name in CUSTOM_REQUESTS:
