@@ -679,15 +679,19 @@ def text_document_code_lens(ls: SessionServer, params: lsp.CodeLensParams) -> li
 @server.feature(lsp.WORKSPACE_SYMBOL)
 @server.thread()
 def workspace_symbol(ls: SessionServer, params: lsp.WorkspaceSymbolParams) -> list[lsp.SymbolInformation]:
-    """Sessions by title and prompts, then matching messages (full-text search); off the event loop."""
+    """Sessions by title and prompts, then matching messages (full-text search), local and in the stores
+    (`session-store:` URIs); off the event loop."""
+    wanted = bool(params.query.strip())
+    roots = [feed.root for feed in ls.stores.feeds]
     with ls.search_lock:
-        search = ls.search_catch_up() if params.query.strip() else None
-        symbols = workspace_symbols(ls.projects_dir, params.query, search)
+        search = ls.search_catch_up() if wanted else None
+        in_stores = ls.stores.search.catch_up(roots) if wanted and ls.stores.search is not None else None
+        symbols = workspace_symbols(ls.projects_dir, params.query, search, roots, in_stores)
     return [
         lsp.SymbolInformation(
             name=sym.name,
             kind=lsp.SymbolKind.File if sym.is_session else lsp.SymbolKind.String,
-            location=lsp.Location(uri=from_fs_path(str(sym.path)) or "", range=_line_range(sym.line, 0, 0)),
+            location=lsp.Location(uri=ls.uri_of(sym.path), range=_line_range(sym.line, 0, 0)),
             container_name=sym.container,
         )
         for sym in symbols
