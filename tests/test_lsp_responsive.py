@@ -78,3 +78,14 @@ def test_hover_is_answered_while_sessions_list_reads_the_folder(server: RawServe
     print(f"answers in order {server.arrivals}; {len(sessions)} sessions listed")
     assert len(sessions) > 100
     assert server.arrivals.index(hover) < server.arrivals.index(listing)
+
+
+def test_hover_is_answered_while_document_symbols_of_the_biggest_file_are_built(server: RawServer, big: Path) -> None:
+    biggest = max(big.rglob("*.jsonl"), key=lambda f: f.stat().st_size)
+    symbols = server.request("textDocument/documentSymbol", {"textDocument": {"uri": biggest.as_uri()}})
+    hover = server.request("textDocument/hover", hover_params(big))
+    assert "result" in server.answer(hover, timeout=LIVENESS)
+    outline = server.answer(symbols, timeout=120)["result"]
+    print(f"answers in order {server.arrivals}; {len(outline)} turns in {biggest.stat().st_size >> 20} MiB")
+    assert len(outline) > 10
+    assert server.arrivals.index(hover) < server.arrivals.index(symbols)

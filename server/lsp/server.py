@@ -517,7 +517,12 @@ def exit_(ls: SessionServer, params: Any) -> None:
 # -- documents -------------------------------------------------------------------------------
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
 def text_document_did_open(ls: SessionServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    """The opened session's diagnostics are computed and pushed from a thread of their own."""
     path = _path(params.text_document.uri)
+    threading.Thread(target=_publish_opened, args=(ls, path), name="did-open", daemon=True).start()
+
+
+def _publish_opened(ls: SessionServer, path: Path) -> None:
     if ls.ready.is_set() and ls.state_of(path) is not None:
         ls.publish({path})
 
@@ -595,6 +600,7 @@ def _locations(hits: list[tuple[Path, int]]) -> list[lsp.Location] | None:
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+@server.thread()  # builds the file's tree view on first use
 def text_document_definition(ls: SessionServer, params: lsp.DefinitionParams) -> list[lsp.Location] | None:
     path = _path(params.text_document.uri)
     view = ls.view_of(path)
@@ -605,6 +611,7 @@ def text_document_definition(ls: SessionServer, params: lsp.DefinitionParams) ->
 
 
 @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+@server.thread()  # builds the file's tree view on first use
 def text_document_references(ls: SessionServer, params: lsp.ReferenceParams) -> list[lsp.Location] | None:
     path = _path(params.text_document.uri)
     view = ls.view_of(path)
@@ -639,6 +646,7 @@ def _symbol(item: Item) -> lsp.DocumentSymbol:
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+@server.thread()  # builds the file's tree view on first use
 def text_document_document_symbol(ls: SessionServer, params: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
     path = _path(params.text_document.uri)
     view = ls.view_of(path)
@@ -646,6 +654,7 @@ def text_document_document_symbol(ls: SessionServer, params: lsp.DocumentSymbolP
 
 
 @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
+@server.thread()  # builds the file's tree view on first use
 def text_document_folding_range(ls: SessionServer, params: lsp.FoldingRangeParams) -> list[lsp.FoldingRange]:
     path = _path(params.text_document.uri)
     view = ls.view_of(path)
@@ -659,6 +668,7 @@ def text_document_folding_range(ls: SessionServer, params: lsp.FoldingRangeParam
 
 
 @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
+@server.thread()  # builds the file's tree view on first use
 def text_document_code_lens(ls: SessionServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
     path = _path(params.text_document.uri)
     view = ls.view_of(path)
