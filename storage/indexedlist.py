@@ -34,6 +34,11 @@ def info_to_json(info: SessionInfo) -> dict[str, Any]:
     return {name: getattr(info, name) for name in _STORED}
 
 
+def _complete(data: dict[str, Any]) -> bool:
+    """Whether a stored summary has every field (one stored before a field was added is read again)."""
+    return all(name in data for name in _STORED)
+
+
 def info_from_json(data: dict[str, Any], path: Path) -> SessionInfo:
     info = SessionInfo(session_id=path.stem, path=path, project_dir=path.parent)
     for name in _STORED:
@@ -67,9 +72,18 @@ def folder_stamps(root: Path) -> list[list[Any]] | None:
 
 
 def _record(
-    path: Path, st: os.stat_result, count: int, offset: int, info: SessionInfo, folders: list[list[Any]] | None
+    path: Path,
+    st: os.stat_result,
+    count: int,
+    offset: int,
+    info: SessionInfo,
+    folders: list[list[Any]] | None,
+    read: dict[str, Any] | None = None,
 ) -> FileRecord:
-    data = info_to_json(info)
+    """The index record of a summary: `read` (default: `info`) as read from the file, before fork linking
+    (which sets `forkedFrom` from other files), with `info`'s subagents and compact boundaries."""
+    data = dict(read) if read is not None else info_to_json(info)
+    data["compact_uuids"], data["compact_scanned"] = info.compact_uuids, info.compact_scanned
     data[SUBAGENTS] = info.subagents
     data[SUB_STAMPS] = folders
     return FileRecord(str(path), Identity.of(path, st), offset, count, data)
@@ -103,6 +117,10 @@ def _list(db: IndexDB, dirs: list[Path]) -> list[SessionInfo]:
     counts = CountCache(where=None)
     out: list[SessionInfo] = []
     updates: list[FileRecord] = []
+    fresh: list[tuple[Path, os.stat_result, SessionInfo, list[list[Any]] | None, dict[str, Any]]] = []
+    """Summaries read again: stored after fork linking, which may have scanned them for compact boundaries."""
+    kept: dict[Path, tuple[FileRecord, os.stat_result, int, list[list[Any]] | None]] = {}
+    """Stored summaries taken as they were: record, stat, bytes scanned for boundaries, subagent folders."""
     gone: list[str] = []
     for d in dirs:
         in_dir: list[SessionInfo] = []
@@ -114,9 +132,10 @@ def _list(db: IndexDB, dirs: list[Path]) -> list[SessionInfo]:
                 st = os.stat(path)
                 rec = stored.get(key)
                 how = compare(rec.identity, path, st) if rec is not None else None
-                if rec is not None and how == SAME and rec.info is not None:
+                if rec is not None and how == SAME and rec.info is not None and _complete(rec.info):
                     info = info_from_json(rec.info, path)
                     folders = folder_stamps(path.with_suffix("") / "subagents")
+                    kept[path] = (rec, st, info.compact_scanned, folders)
                     if folders == rec.info.get(SUB_STAMPS):
                         info.subagents = rec.info[SUBAGENTS]
                     else:
@@ -127,8 +146,10 @@ def _list(db: IndexDB, dirs: list[Path]) -> list[SessionInfo]:
                         counts.seed(path, st.st_ino, rec.count, rec.offset)
                     folders = folder_stamps(path.with_suffix("") / "subagents")
                     info = read_session_info(path, counts=counts)
-                    counted, upto = counts.counted(path) or (info.message_count, st.st_size)
-                    updates.append(_record(path, st, counted, upto, info, folders))
+                    if rec is not None and how == APPENDED and rec.info is not None:  # scan only what was appended
+                        info.compact_uuids = rec.info.get("compact_uuids")
+                        info.compact_scanned = rec.info.get("compact_scanned", 0)
+                    fresh.append((path, st, info, folders, info_to_json(info)))
             except OSError:
                 continue
             if info.has_messages:  # as `list_sessions`: a file with no conversation is no session
@@ -138,6 +159,14 @@ def _list(db: IndexDB, dirs: list[Path]) -> list[SessionInfo]:
         attach_legacy_agents(d, in_dir)
         out.extend(in_dir)
     link_session_forks(out)
+    for path, st, info, folders, read in fresh:
+        counted, upto = counts.counted(path) or (info.message_count, st.st_size)
+        updates.append(_record(path, st, counted, upto, info, folders, read))
+    for info in out:
+        was = kept.get(info.path)
+        if was is not None and info.compact_scanned != was[2]:  # scanned for boundaries just now
+            rec, st, _, folders = was
+            updates.append(_record(info.path, st, rec.count, rec.offset, info, folders, rec.info))
     out.sort(key=lambda s: s.modified_ts, reverse=True)
     if updates or gone:
         db.put_files(updates)

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from storage.boundaries import scan_boundaries
 from storage.countcache import CountCache
 from storage.jsonline import BOM, loads_line
 from storage.paths import (
@@ -72,6 +73,12 @@ class SessionInfo:
     """The first chain row's uuid: a `--fork-session` copy starts with its source's rows."""
     started: str = ""
     """The file's first timestamp of any row (a fork's file starts when the forking process did)."""
+    starts_at_boundary: bool = False
+    """Whether the first chain row is a compact boundary: a `--fork-session` copy made after a compaction."""
+    compact_uuids: list[str] | None = None
+    """The uuids of the file's compact boundaries in its first `compact_scanned` bytes; None until looked for
+    (only when a session of its folder starts at a boundary, see `link_session_forks`)."""
+    compact_scanned: int = 0
     subagents: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -227,6 +234,7 @@ def read_session_info(
             info.created = entry["timestamp"]
         if info.first_uuid is None and isinstance(entry.get("uuid"), str):
             info.first_uuid = entry["uuid"]
+            info.starts_at_boundary = entry.get("type") == "system" and entry.get("subtype") == "compact_boundary"
         if info.cwd is None and isinstance(entry.get("cwd"), str):
             info.cwd = entry["cwd"]
         if info.git_branch is None and isinstance(entry.get("gitBranch"), str):
@@ -372,3 +380,38 @@ def link_session_forks(sessions: list[SessionInfo]) -> None:
         for s in group[1:]:
             if s.forked_from is None:
                 s.forked_from = {"sessionId": source.session_id, "messageUuid": None}
+    _link_compacted_forks(sessions)
+
+
+def compact_uuids(info: SessionInfo) -> list[str]:
+    """The session's compact boundaries, scanning only what it has not scanned yet (the bytes appended
+    since); an unreadable file has none."""
+    if info.compact_uuids is None or info.compact_scanned > info.size:
+        info.compact_uuids, info.compact_scanned = [], 0
+    if info.compact_scanned < info.size:
+        try:
+            more, info.compact_scanned = scan_boundaries(info.path, info.compact_scanned)
+        except OSError:
+            return info.compact_uuids
+        info.compact_uuids = [*info.compact_uuids, *more]
+    return info.compact_uuids
+
+
+def _link_compacted_forks(sessions: list[SessionInfo]) -> None:
+    """A `--fork-session` copy made after a compaction starts at its source's last compact boundary, not
+    at its first row: it is marked as forked from the oldest older session of its folder holding that
+    boundary. Files are scanned for boundaries only in folders holding such a copy, and only once."""
+    for s in sessions:
+        if s.forked_from is not None or not s.starts_at_boundary or not s.first_uuid:
+            continue
+        older = [
+            o
+            for o in sessions
+            if o is not s
+            and o.project_dir == s.project_dir
+            and (o.started, o.created or "") < (s.started, s.created or "")
+        ]
+        holders = [o for o in older if s.first_uuid in compact_uuids(o)]
+        if holders:
+            source = min(holders, key=lambda o: (o.started, o.created or ""))
+            s.forked_from = {"sessionId": source.session_id, "messageUuid": None}

@@ -36,6 +36,8 @@ class RawServer:
         self._cond = threading.Condition()
         self.responses: dict[Any, dict[str, Any]] = {}
         self.notifications: list[dict[str, Any]] = []
+        self.arrivals: list[Any] = []
+        """The ids of the responses in the order they arrived."""
         self.stderr = b""
         self._write_lock = threading.Lock()
         self._next_id = 1000
@@ -71,6 +73,7 @@ class RawServer:
                     self.notifications.append(msg)
                 else:
                     self.responses[msg.get("id")] = msg
+                    self.arrivals.append(msg.get("id"))
                 self._cond.notify_all()
 
     def _read_err(self) -> None:

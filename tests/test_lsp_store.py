@@ -404,3 +404,23 @@ async def test_a_turn_in_the_store_cancelled_midway_leaves_store_and_copy_equal(
     await wait_for(equal)
     texts = [json.dumps(e) for e in entries_of(local)]
     assert any("[Request interrupted by user" in t for t in texts), texts[-3:]
+
+
+async def test_workspace_symbols_find_store_sessions_and_their_messages(client: LanguageClient) -> None:
+    items = await store_items(client)
+    other = "1c99f271-c426-49f7-9ae1-2b8728ab22c4"  # 'named session', prompt 'hello from another project'
+    uri = items[other]["uri"]
+    assert uri.startswith("session-store://")
+    by_title = await client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="named session"))
+    assert by_title is not None
+    assert [(s.name, s.kind, s.location.uri) for s in by_title] == [("named session", lsp.SymbolKind.File, uri)]
+    hits = await client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query="another project"))
+    assert hits is not None
+    sessions = [s for s in hits if s.kind == lsp.SymbolKind.File]
+    messages = [s for s in hits if s.kind == lsp.SymbolKind.String]
+    assert [s.location.uri for s in sessions] == [uri]
+    assert messages and {s.location.uri for s in messages} == {uri}
+    text = (await request(client, "sessions/storeDocument", {"uri": uri}))["text"].split("\n")
+    assert all("another project" in text[s.location.range.start.line] for s in messages)
+    print(f"{len(sessions)} store session and {len(messages)} of its messages found, lines "
+          f"{sorted(s.location.range.start.line for s in messages)}")  # fmt: skip

@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 from server.index.store import ChangeSet
 from server.index.storefeed import SCHEME, StoreFeed, new_mirror_base
+from server.index.storesearch import StoreSearch
 from storage.access import is_inside
 from storage.store_source import StoreSource
 
@@ -26,6 +27,8 @@ class StoreSet:
         sources = list(sources)
         self.base: Path | None = Path(os.path.realpath(new_mirror_base())) if sources else None
         self.feeds = [StoreFeed(s, self.base / s.id, on_change) for s in sources] if self.base else []
+        self.search = StoreSearch(self.base) if self.base else None
+        """Full-text search over every mirror (`workspace/symbol`); None without stores."""
 
     def start(self) -> None:
         for feed in self.feeds:

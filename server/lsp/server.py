@@ -517,7 +517,12 @@ def exit_(ls: SessionServer, params: Any) -> None:
 # -- documents -------------------------------------------------------------------------------
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
 def text_document_did_open(ls: SessionServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    """The opened session's diagnostics are computed and pushed from a thread of their own."""
     path = _path(params.text_document.uri)
+    threading.Thread(target=_publish_opened, args=(ls, path), name="did-open", daemon=True).start()
+
+
+def _publish_opened(ls: SessionServer, path: Path) -> None:
     if ls.ready.is_set() and ls.state_of(path) is not None:
         ls.publish({path})
 
@@ -541,20 +546,36 @@ def text_document_did_close(ls: SessionServer, params: lsp.DidCloseTextDocumentP
 async def text_document_diagnostic(ls: SessionServer, params: lsp.DocumentDiagnosticParams) -> Any:
     await _until_ready(ls)
     path = _path(params.text_document.uri)
-    items = ls.lsp_diagnostics(path) if ls.state_of(path) is not None else []
+    items = await asyncio.to_thread(lambda: ls.lsp_diagnostics(path) if ls.state_of(path) is not None else [])
     return lsp.RelatedFullDocumentDiagnosticReport(items=items)
 
 
-@server.feature(lsp.WORKSPACE_DIAGNOSTIC)
-async def workspace_diagnostic(ls: SessionServer, params: lsp.WorkspaceDiagnosticParams) -> Any:
-    await _until_ready(ls)
+def _workspace_reports(ls: SessionServer, stop: threading.Event) -> list[Any]:
+    """Every indexed file's diagnostics (local and store sessions), one session at a time; gives up
+    as soon as `stop` is set (the request was cancelled)."""
     assert ls.index is not None
     reports: list[Any] = []
     files = [*ls.index.files, *(f for feed in ls.stores.feeds for f in list(feed.index.files))]
     for path in sorted(files):
+        if stop.is_set():
+            break
         items = ls.lsp_diagnostics(path)
         if items:
             reports.append(lsp.WorkspaceFullDocumentDiagnosticReport(uri=ls.uri_of(path), items=items, version=None))
+    return reports
+
+
+@server.feature(lsp.WORKSPACE_DIAGNOSTIC)
+async def workspace_diagnostic(ls: SessionServer, params: lsp.WorkspaceDiagnosticParams) -> Any:
+    """Computed on a worker thread, so the event loop goes on serving other requests (and
+    `$/cancelRequest`, which stops the computation at the next session)."""
+    await _until_ready(ls)
+    stop = threading.Event()
+    try:
+        reports = await asyncio.to_thread(_workspace_reports, ls, stop)
+    except asyncio.CancelledError:
+        stop.set()
+        raise
     return lsp.WorkspaceDiagnosticReport(items=reports)
 
 
@@ -579,6 +600,7 @@ def _locations(hits: list[tuple[Path, int]]) -> list[lsp.Location] | None:
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+@server.thread()  # builds the file's tree view on first use
 def text_document_definition(ls: SessionServer, params: lsp.DefinitionParams) -> list[lsp.Location] | None:
     path = _path(params.text_document.uri)
     view = ls.view_of(path)
@@ -589,6 +611,7 @@ def text_document_definition(ls: SessionServer, params: lsp.DefinitionParams) ->
 
 
 @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
+@server.thread()  # builds the file's tree view on first use
 def text_document_references(ls: SessionServer, params: lsp.ReferenceParams) -> list[lsp.Location] | None:
     path = _path(params.text_document.uri)
     view = ls.view_of(path)
@@ -623,6 +646,7 @@ def _symbol(item: Item) -> lsp.DocumentSymbol:
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+@server.thread()  # builds the file's tree view on first use
 def text_document_document_symbol(ls: SessionServer, params: lsp.DocumentSymbolParams) -> list[lsp.DocumentSymbol]:
     path = _path(params.text_document.uri)
     view = ls.view_of(path)
@@ -630,6 +654,7 @@ def text_document_document_symbol(ls: SessionServer, params: lsp.DocumentSymbolP
 
 
 @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
+@server.thread()  # builds the file's tree view on first use
 def text_document_folding_range(ls: SessionServer, params: lsp.FoldingRangeParams) -> list[lsp.FoldingRange]:
     path = _path(params.text_document.uri)
     view = ls.view_of(path)
@@ -643,6 +668,7 @@ def text_document_folding_range(ls: SessionServer, params: lsp.FoldingRangeParam
 
 
 @server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
+@server.thread()  # builds the file's tree view on first use
 def text_document_code_lens(ls: SessionServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
     path = _path(params.text_document.uri)
     view = ls.view_of(path)
@@ -663,15 +689,19 @@ def text_document_code_lens(ls: SessionServer, params: lsp.CodeLensParams) -> li
 @server.feature(lsp.WORKSPACE_SYMBOL)
 @server.thread()
 def workspace_symbol(ls: SessionServer, params: lsp.WorkspaceSymbolParams) -> list[lsp.SymbolInformation]:
-    """Sessions by title and prompts, then matching messages (full-text search); off the event loop."""
+    """Sessions by title and prompts, then matching messages (full-text search), local and in the stores
+    (`session-store:` URIs); off the event loop."""
+    wanted = bool(params.query.strip())
+    roots = [feed.root for feed in ls.stores.feeds]
     with ls.search_lock:
-        search = ls.search_catch_up() if params.query.strip() else None
-        symbols = workspace_symbols(ls.projects_dir, params.query, search)
+        search = ls.search_catch_up() if wanted else None
+        in_stores = ls.stores.search.catch_up(roots) if wanted and ls.stores.search is not None else None
+        symbols = workspace_symbols(ls.projects_dir, params.query, search, roots, in_stores)
     return [
         lsp.SymbolInformation(
             name=sym.name,
             kind=lsp.SymbolKind.File if sym.is_session else lsp.SymbolKind.String,
-            location=lsp.Location(uri=from_fs_path(str(sym.path)) or "", range=_line_range(sym.line, 0, 0)),
+            location=lsp.Location(uri=ls.uri_of(sym.path), range=_line_range(sym.line, 0, 0)),
             container_name=sym.container,
         )
         for sym in symbols
@@ -715,7 +745,7 @@ def _register_request(method: str) -> None:
         return serve_request(ls, method, params)
 
     handler.__name__ = method.replace("/", "_")
-    server.feature(method)(handler)
+    server.feature(method)(server.thread()(handler))  # they read whole folders or files: off the event loop
 
 
 for _method in SESSION_REQUESTS:
@@ -850,13 +880,17 @@ def store_document(ls: SessionServer, params: Any) -> dict[str, Any]:
     return {"uri": uri, "text": text, "store": feed.source.name, "readOnly": True}
 
 
-server.feature("sessions/storeDocument")(store_document)
+server.feature("sessions/storeDocument")(server.thread()(store_document))
 
 
 def _register_command(name: str) -> None:
     """Each custom request is also a `workspace/executeCommand` command taking one object."""
     if name == "sessions/storeDocument":
-        server.command(name)(lambda ls, *args: store_document(ls, args[0] if args else {}))
+
+        def store_document_command(ls: SessionServer, *args: Any) -> Any:
+            return store_document(ls, args[0] if args else {})
+
+        server.command(name)(server.thread()(store_document_command))
         return
     if name == "sessions/runTurn":
 
@@ -869,7 +903,7 @@ def _register_command(name: str) -> None:
     def command(ls: SessionServer, *args: Any) -> Any:
         return serve_request(ls, name, args[0] if args else {})
 
-    server.command(name)(command)
+    server.command(name)(server.thread()(command))
 
 
 for _name in CUSTOM_REQUESTS:
