@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -50,22 +50,25 @@ def _work(root: Path, paths: list[Path]) -> Work:
     return results, uuids
 
 
-def _compute(root: Path, paths: list[Path], workers: int, progress: Callable[[int, int], None] | None) -> list[Work]:
+def _compute(
+    root: Path, paths: list[Path], workers: int, progress: Callable[[int, int], None] | None
+) -> Iterator[Work]:
+    """The results of checking `paths`, each task's as soon as it is done (the caller stores them while the
+    other tasks run)."""
     if workers < 2 or len(paths) < 4:
-        out = [_work(root, paths)] if paths else []
+        if paths:
+            yield _work(root, paths)
         if progress is not None:
             progress(len(paths), len(paths))
-        return out
+        return
     done = 0
-    works: list[Work] = []
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         futures = {pool.submit(_work, root, t): len(t) for t in _tasks(paths)}
         for fut in as_completed(futures):
-            works.append(fut.result())
+            yield fut.result()
             done += futures[fut]
             if progress is not None:
                 progress(done, len(paths))
-    return works
 
 
 def check_folder_indexed(
@@ -130,15 +133,16 @@ def _check(
             todo.extend(members)
     fresh: list[tuple[str, Any, Any]] = []
     fresh_homes: dict[str, list[tuple[str, int]]] = {}  # the files just read: their uuids, whatever the database holds
-    for results, uuids in _compute(root, todo, workers, progress):
-        for text, diags, pending in results:
-            reports[text] = (diags, pending)
-            if stamped.get(text) is not None:
-                fresh.append((text, stamped[text], [diags, pending]))
-        for path, ids in uuids:
-            db.put_uuids(path, ids)
-            for uid, line in ids:
-                fresh_homes.setdefault(uid, []).append((path, line))
+    with db.uuid_load():
+        for results, uuids in _compute(root, todo, workers, progress):
+            for text, diags, pending in results:
+                reports[text] = (diags, pending)
+                if stamped.get(text) is not None:
+                    fresh.append((text, stamped[text], [diags, pending]))
+            for path, ids in uuids:
+                db.put_uuids(path, ids)
+                for uid, line in ids:
+                    fresh_homes.setdefault(uid, []).append((path, line))
     gone = [k for k in stored if k.startswith(prefix) and k not in stamped]
     present = {str(p) for p in paths}
     dropped = [p for p in db.stored_uuid_paths(prefix) if p not in present]
