@@ -132,7 +132,7 @@ def _check(
         else:
             todo.extend(members)
     fresh: list[tuple[str, Any, Any]] = []
-    fresh_homes: dict[str, list[tuple[str, int]]] = {}  # the files just read: their uuids, whatever the database holds
+    read: list[tuple[str, list[tuple[str, int]]]] = []  # the files just read, with their uuids
     with db.uuid_load():
         for results, uuids in _compute(root, todo, workers, progress):
             for text, diags, pending in results:
@@ -141,25 +141,34 @@ def _check(
                     fresh.append((text, stamped[text], [diags, pending]))
             for path, ids in uuids:
                 db.put_uuids(path, ids)
-                for uid, line in ids:
-                    fresh_homes.setdefault(uid, []).append((path, line))
+                read.append((path, ids))
     gone = [k for k in stored if k.startswith(prefix) and k not in stamped]
     present = {str(p) for p in paths}
     dropped = [p for p in db.stored_uuid_paths(prefix) if p not in present]
+    saved = True
     if fresh or gone or dropped or todo:
         db.put_sessions(fresh)
         db.drop_sessions(gone)
         db.drop_uuids(dropped)
-        db.commit()
+        saved = db.commit()
     diags = [diag_from_json(d) for diags, _ in reports.values() for d in diags]
     pending = [pending_from_json(p) for _, pend in reports.values() for p in pend]
     mains = {p.stem: p for p in paths if p.stem == session_key(p)[1]}
 
     order = {str(p): i for i, p in enumerate(paths)}  # the order a full scan finds them in
-    read_now = {str(p) for p in todo}
+    # The database's rows of the files just read are theirs once it took them; until then (or for a file that
+    # could not be read) whatever it holds is older than the files, and the uuids read now stand in.
+    fresh_homes: dict[str, list[tuple[str, int]]] = {}
+    unread = {str(p) for p in todo}
+    if saved:
+        unread.difference_update(path for path, _ in read)
+    else:
+        for path, ids in read:
+            for uid, line in ids:
+                fresh_homes.setdefault(uid, []).append((path, line))
 
     def lookup(uuid: str) -> list[tuple[Path, int]]:
-        found = [(p, n) for p, n in db.homes(uuid) if p in present and p not in read_now]
+        found = [(p, n) for p, n in db.homes(uuid) if p in present and p not in unread]
         found += fresh_homes.get(uuid, [])
         return [(Path(p), n) for p, n in sorted(found, key=lambda h: (order[h[0]], h[1]))]
 
