@@ -9,10 +9,11 @@ against the stored uuid table, restricted to the files present now.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -50,25 +51,36 @@ def _work(root: Path, paths: list[Path]) -> Work:
     return results, uuids
 
 
-def _compute(
+@contextlib.contextmanager
+def _computing(
     root: Path, paths: list[Path], workers: int, progress: Callable[[int, int], None] | None
-) -> Iterator[Work]:
+) -> Iterator[Iterator[Work]]:
     """The results of checking `paths`, each task's as soon as it is done (the caller stores them while the
-    other tasks run)."""
+    other tasks run). The worker processes are forked on entry, before the caller opens its transaction."""
     if workers < 2 or len(paths) < 4:
-        if paths:
-            yield _work(root, paths)
-        if progress is not None:
-            progress(len(paths), len(paths))
+        yield _inline(root, paths, progress)
         return
-    done = 0
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         futures = {pool.submit(_work, root, t): len(t) for t in _tasks(paths)}
-        for fut in as_completed(futures):
-            yield fut.result()
-            done += futures[fut]
-            if progress is not None:
-                progress(done, len(paths))
+        yield _as_done(futures, len(paths), progress)
+
+
+def _inline(root: Path, paths: list[Path], progress: Callable[[int, int], None] | None) -> Iterator[Work]:
+    if paths:
+        yield _work(root, paths)
+    if progress is not None:
+        progress(len(paths), len(paths))
+
+
+def _as_done(
+    futures: dict[Future[Work], int], total: int, progress: Callable[[int, int], None] | None
+) -> Iterator[Work]:
+    done = 0
+    for fut in as_completed(futures):
+        yield fut.result()
+        done += futures[fut]
+        if progress is not None:
+            progress(done, total)
 
 
 def check_folder_indexed(
@@ -133,8 +145,8 @@ def _check(
             todo.extend(members)
     fresh: list[tuple[str, Any, Any]] = []
     read: list[tuple[str, list[tuple[str, int]]]] = []  # the files just read, with their uuids
-    with db.uuid_load():
-        for results, uuids in _compute(root, todo, workers, progress):
+    with _computing(root, todo, workers, progress) as works, db.uuid_load():
+        for results, uuids in works:
             for text, diags, pending in results:
                 reports[text] = (diags, pending)
                 if stamped.get(text) is not None:
