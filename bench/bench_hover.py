@@ -1,8 +1,8 @@
 """Hover latency (p50/p99) on the biggest session of a projects folder while other sessions and that one
 grow: the index kept live by its watcher, views rebuilt as the server rebuilds them (when the file's offset
-moved). In this process; prints figures, it is not a test.
+moved; grown on append, or in full with `--rebuild`). In this process; prints figures, it is not a test.
 
-    .venv/bin/python -m bench.bench_hover [--mb 100] [--seconds 10] [--rate 50]
+    .venv/bin/python -m bench.bench_hover [--mb 100] [--seconds 10] [--rate 50] [--rebuild]
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 import random
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import orjson
@@ -26,14 +27,14 @@ from server.index.watcher import IndexWatcher
 
 def churn(paths: list[Path], rate: float, stop: threading.Event, written: list[int]) -> None:
     """Append whole user rows to `paths` in turn, `rate` lines a second, as a live CLI would."""
-    rnd = random.Random(7)
+    rnd = random.Random()
     while not stop.is_set():
         path = rnd.choice(paths)
         row = {
             "parentUuid": None,
             "isSidechain": False,
             "type": "user",
-            "uuid": f"churn-{written[0]}",
+            "uuid": str(uuid.UUID(int=rnd.getrandbits(128), version=4)),  # fresh in every run, as the CLI's are
             "timestamp": "2026-06-01T00:00:00.000Z",
             "sessionId": path.stem,
             "message": {"role": "user", "content": "x" * rnd.randint(100, 5000)},
@@ -49,7 +50,9 @@ def main() -> None:
     add_folder_arguments(ap)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--rate", type=float, default=50, help="lines appended per second")
+    ap.add_argument("--rebuild", action="store_true", help="rebuild each view in full (as before views grew)")
     args = ap.parse_args()
+    grow = not args.rebuild
     source = projects_for(args)
     work = source.parent / "hover-projects"  # a copy: the churn appends to it
     if not work.is_dir():
@@ -76,8 +79,9 @@ def main() -> None:
             with idx.lock:  # the watcher grows the same transcript in place: read it under the index's lock
                 state = idx.files[big]
                 cached = views.get(big)
-                if cached is None or cached[0] != state.offset:
-                    cached = (state.offset, TreeView.of(state.transcript))
+                if cached is None or cached[0] != state.offset or not cached[1].covers(state.transcript):
+                    view = cached[1].grown(state.transcript) if cached is not None and grow else None
+                    cached = (state.offset, view or TreeView.of(state.transcript))
                     views[big] = cached
                 view = cached[1]
                 row = row_at_line(view, rnd.randrange(state.line_count))

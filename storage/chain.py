@@ -167,27 +167,39 @@ def _ts_key(row: Row) -> tuple[float, int]:
 def recover_parallel(t: Transcript, chain: Chain) -> None:
     """Put back sibling rows of one response and the tool results hanging off them."""
     rows = chain.rows
-    on_chain = {r.uuid for r in rows}
-    by_message: dict[str, list[Row]] = {}
-    for row in t.nodes.values():
-        if row.type == "assistant" and row.message_id:
-            by_message.setdefault(row.message_id, []).append(row)
-    if not by_message:
-        return
-    results_of: dict[str, list[Row]] = {}
-    for row in t.nodes.values():
-        if row.type == "user" and row.tool_result_ids:
-            for anchor in {row.parent, row.source_tool_assistant}:
-                if anchor:
-                    results_of.setdefault(anchor, []).append(row)
     last_index: dict[str, int] = {}
     for i, row in enumerate(rows):
         if row.type == "assistant" and row.message_id:
             last_index[row.message_id] = i
-    inserts: list[tuple[int, list[Row]]] = []
+    if not last_index:
+        return
+    on_chain = {r.uuid for r in rows}
+    # Only the responses on the chain matter: one pass over the file's rows collects their members and
+    # every tool result row, which are then kept for the members' uuids (file order throughout).
+    by_message: dict[str, list[Row]] = {}
+    answers: list[Row] = []
+    for row in t.nodes.values():
+        if row.type == "assistant":
+            mid = row.message_id
+            if mid is not None and mid in last_index:
+                by_message.setdefault(mid, []).append(row)
+        elif row.type == "user" and row.tool_result_ids:
+            answers.append(row)
+    members_of: dict[str, list[Row]] = {}
+    anchors: set[str] = set()
     for mid, idx in last_index.items():
         sidechain = rows[idx].sidechain
         members = [r for r in by_message.get(mid, ()) if r.sidechain == sidechain]
+        members_of[mid] = members
+        anchors.update(r.uuid for r in members if r.uuid)
+    results_of: dict[str, list[Row]] = {}
+    for row in answers:
+        for anchor in {row.parent, row.source_tool_assistant}:
+            if anchor and anchor in anchors:
+                results_of.setdefault(anchor, []).append(row)
+    inserts: list[tuple[int, list[Row]]] = []
+    for mid, idx in last_index.items():
+        members = members_of[mid]
         siblings = sorted((r for r in members if r.uuid not in on_chain), key=_ts_key)
         for r in siblings:
             on_chain.add(r.uuid)

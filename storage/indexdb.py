@@ -23,7 +23,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -53,8 +53,9 @@ CREATE TABLE IF NOT EXISTS rowsets(
 CREATE TABLE IF NOT EXISTS usages(path TEXT PRIMARY KEY, stamp BLOB, usage BLOB);
 CREATE TABLE IF NOT EXISTS uuid_files(id INTEGER PRIMARY KEY, path TEXT UNIQUE);
 CREATE TABLE IF NOT EXISTS uuids(file INTEGER, line INTEGER, uuid TEXT, PRIMARY KEY(file, line, uuid)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS uuids_by_uuid ON uuids(uuid);
 """
+_UUID_INDEX = "CREATE INDEX IF NOT EXISTS uuids_by_uuid ON uuids(uuid)"
+_SCHEMA += _UUID_INDEX + ";\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,12 +137,16 @@ class IndexDB:
         self.busy = False
         """Another process held the database past the timeout: this batch of writes is dropped."""
 
-    def _write(self, sql: str, rows: Iterable[Any]) -> None:
-        """One statement of a write batch; a database another process holds drops the batch (it only saves work)."""
+    def _write(self, sql: str, rows: Iterable[Any] | None = None) -> None:
+        """One statement of a write batch (for each of `rows`, or once without parameters); a database another
+        process holds drops the batch (it only saves work)."""
         if self.busy:
             return
         try:
-            self.conn.executemany(sql, rows)
+            if rows is None:
+                self.conn.execute(sql)
+            else:
+                self.conn.executemany(sql, rows)
         except sqlite3.OperationalError as exc:
             if not _is_busy(exc):
                 raise
@@ -303,6 +308,24 @@ class IndexDB:
         (file,) = self.conn.execute("SELECT id FROM uuid_files WHERE path = ?", (path,)).fetchone()
         self._write("DELETE FROM uuids WHERE file = ?", [(file,)])
         self._write("INSERT INTO uuids VALUES (?,?,?)", ((file, line, u) for u, line in uuids))
+
+    @contextlib.contextmanager
+    def uuid_load(self) -> Iterator[None]:
+        """A batch of `put_uuids` calls held as one transaction (under `lock` throughout). Into an empty uuid
+        table the index by uuid is dropped first and built once at the end, a single sort instead of a random
+        insert per row (about half the time on a cold cache); until `commit()` nothing of it is visible to
+        another connection, and a rollback (a crash, a busy database) keeps the index."""
+        with self.lock:
+            empty = not self.busy and self.conn.execute("SELECT 1 FROM uuids LIMIT 1").fetchone() is None
+            if empty:
+                if not self.conn.in_transaction:
+                    self.conn.execute("BEGIN")
+                self._write("DROP INDEX IF EXISTS uuids_by_uuid")
+            try:
+                yield
+            finally:
+                if empty:
+                    self._write(_UUID_INDEX)
 
     @_locked
     def stored_uuid_paths(self, prefix: str) -> list[str]:

@@ -32,11 +32,57 @@ class TreeView:
     on_chain: set[str] = field(default_factory=set)
     children: dict[str, list[Row]] = field(default_factory=dict)
     _depth: dict[str, int] = field(default_factory=dict)
+    _seen: int = 0
+    """How many of the transcript's rows this view covers."""
+    _last: Row | None = None
+    """The last of those rows (a dropped unterminated row no longer sits at its place)."""
+    _duplicates: int = 0
 
     @classmethod
     def of(cls, transcript: Transcript) -> TreeView:
         chain = build_chain(transcript)
         view = cls(transcript, chain, set(chain.uuids), transcript.children())
+        view._mark_seen()
+        return view
+
+    def _mark_seen(self) -> None:
+        t = self.transcript
+        self._seen, self._last, self._duplicates = len(t.rows), t.rows[-1] if t.rows else None, len(t.duplicates)
+
+    def covers(self, transcript: Transcript) -> bool:
+        """Whether this view is the one `of(transcript)` would build now (nothing added or dropped since)."""
+        return self.transcript is transcript and self._unchanged_prefix() and self._seen == len(transcript.rows)
+
+    def _unchanged_prefix(self) -> bool:
+        """The rows this view covers are still the transcript's first rows, none of them replaced."""
+        rows = self.transcript.rows
+        if len(rows) < self._seen or len(self.transcript.duplicates) != self._duplicates:
+            return False
+        return self._seen == 0 or rows[self._seen - 1] is self._last
+
+    def grown(self, transcript: Transcript) -> TreeView:
+        """The view of `transcript` now. When it is the same transcript with rows appended (no uuid repeated,
+        no row dropped), the children map is extended rather than rebuilt, sharing every untouched list with
+        this view, which stays valid for its readers; otherwise a full build. The chain is always walked again:
+        one appended row can move the leaf."""
+        if transcript is not self.transcript or not self._unchanged_prefix():
+            return TreeView.of(transcript)
+        if self._seen == len(transcript.rows):
+            return self
+        children = dict(self.children)
+        copied: set[str] = set()
+        nodes = transcript.nodes
+        for row in transcript.rows[self._seen :]:
+            parent = row.parent
+            if parent is None or row.uuid is None or nodes.get(row.uuid) is not row:
+                continue
+            if parent not in copied:
+                children[parent] = [*children.get(parent, ())]
+                copied.add(parent)
+            children[parent].append(row)
+        chain = build_chain(transcript)
+        view = TreeView(transcript, chain, set(chain.uuids), children, dict(self._depth))
+        view._mark_seen()
         return view
 
     def depth(self, row: Row) -> int:

@@ -9,10 +9,11 @@ against the stored uuid table, restricted to the files present now.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -50,22 +51,36 @@ def _work(root: Path, paths: list[Path]) -> Work:
     return results, uuids
 
 
-def _compute(root: Path, paths: list[Path], workers: int, progress: Callable[[int, int], None] | None) -> list[Work]:
+@contextlib.contextmanager
+def _computing(
+    root: Path, paths: list[Path], workers: int, progress: Callable[[int, int], None] | None
+) -> Iterator[Iterator[Work]]:
+    """The results of checking `paths`, each task's as soon as it is done (the caller stores them while the
+    other tasks run). The worker processes are forked on entry, before the caller opens its transaction."""
     if workers < 2 or len(paths) < 4:
-        out = [_work(root, paths)] if paths else []
-        if progress is not None:
-            progress(len(paths), len(paths))
-        return out
-    done = 0
-    works: list[Work] = []
+        yield _inline(root, paths, progress)
+        return
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         futures = {pool.submit(_work, root, t): len(t) for t in _tasks(paths)}
-        for fut in as_completed(futures):
-            works.append(fut.result())
-            done += futures[fut]
-            if progress is not None:
-                progress(done, len(paths))
-    return works
+        yield _as_done(futures, len(paths), progress)
+
+
+def _inline(root: Path, paths: list[Path], progress: Callable[[int, int], None] | None) -> Iterator[Work]:
+    if paths:
+        yield _work(root, paths)
+    if progress is not None:
+        progress(len(paths), len(paths))
+
+
+def _as_done(
+    futures: dict[Future[Work], int], total: int, progress: Callable[[int, int], None] | None
+) -> Iterator[Work]:
+    done = 0
+    for fut in as_completed(futures):
+        yield fut.result()
+        done += futures[fut]
+        if progress is not None:
+            progress(done, total)
 
 
 def check_folder_indexed(
@@ -129,33 +144,43 @@ def _check(
         else:
             todo.extend(members)
     fresh: list[tuple[str, Any, Any]] = []
-    fresh_homes: dict[str, list[tuple[str, int]]] = {}  # the files just read: their uuids, whatever the database holds
-    for results, uuids in _compute(root, todo, workers, progress):
-        for text, diags, pending in results:
-            reports[text] = (diags, pending)
-            if stamped.get(text) is not None:
-                fresh.append((text, stamped[text], [diags, pending]))
-        for path, ids in uuids:
-            db.put_uuids(path, ids)
-            for uid, line in ids:
-                fresh_homes.setdefault(uid, []).append((path, line))
+    read: list[tuple[str, list[tuple[str, int]]]] = []  # the files just read, with their uuids
+    with _computing(root, todo, workers, progress) as works, db.uuid_load():
+        for results, uuids in works:
+            for text, diags, pending in results:
+                reports[text] = (diags, pending)
+                if stamped.get(text) is not None:
+                    fresh.append((text, stamped[text], [diags, pending]))
+            for path, ids in uuids:
+                db.put_uuids(path, ids)
+                read.append((path, ids))
     gone = [k for k in stored if k.startswith(prefix) and k not in stamped]
     present = {str(p) for p in paths}
     dropped = [p for p in db.stored_uuid_paths(prefix) if p not in present]
+    saved = True
     if fresh or gone or dropped or todo:
         db.put_sessions(fresh)
         db.drop_sessions(gone)
         db.drop_uuids(dropped)
-        db.commit()
+        saved = db.commit()
     diags = [diag_from_json(d) for diags, _ in reports.values() for d in diags]
     pending = [pending_from_json(p) for _, pend in reports.values() for p in pend]
     mains = {p.stem: p for p in paths if p.stem == session_key(p)[1]}
 
     order = {str(p): i for i, p in enumerate(paths)}  # the order a full scan finds them in
-    read_now = {str(p) for p in todo}
+    # The database's rows of the files just read are theirs once it took them; until then (or for a file that
+    # could not be read) whatever it holds is older than the files, and the uuids read now stand in.
+    fresh_homes: dict[str, list[tuple[str, int]]] = {}
+    unread = {str(p) for p in todo}
+    if saved:
+        unread.difference_update(path for path, _ in read)
+    else:
+        for path, ids in read:
+            for uid, line in ids:
+                fresh_homes.setdefault(uid, []).append((path, line))
 
     def lookup(uuid: str) -> list[tuple[Path, int]]:
-        found = [(p, n) for p, n in db.homes(uuid) if p in present and p not in read_now]
+        found = [(p, n) for p, n in db.homes(uuid) if p in present and p not in unread]
         found += fresh_homes.get(uuid, [])
         return [(Path(p), n) for p, n in sorted(found, key=lambda h: (order[h[0]], h[1]))]
 

@@ -349,9 +349,9 @@ class SessionServer(LanguageServer):
             return None
         with self._lock:
             cached = self._views.get(path)
-            if cached is not None and cached[0] == fs.offset:
+            if cached is not None and cached[0] == fs.offset and cached[1].covers(fs.transcript):
                 return cached[1]
-            view = TreeView.of(fs.transcript)
+            view = cached[1].grown(fs.transcript) if cached is not None else TreeView.of(fs.transcript)
             self._views[path] = (fs.offset, view)
             return view
 
@@ -391,7 +391,7 @@ class SessionServer(LanguageServer):
 
     def on_index_change(self, change: Any) -> None:
         with self._lock:
-            for p in set(change.changed) | set(change.removed):
+            for p in change.removed:  # a changed file's view is grown or rebuilt when next asked for
                 self._views.pop(p, None)
             if change.root:
                 self.search_changed = None
