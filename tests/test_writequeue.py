@@ -35,7 +35,8 @@ def test_timer_flush_is_reported_by_the_next_flush(tmp_path: Path) -> None:
     q = WriteQueue(interval=0.02)
     q.put(target, b'{"a":1}\n', "a")
     deadline = time.monotonic() + 5
-    while not target.exists() and time.monotonic() < deadline:
+    # the file may exist a moment before its bytes are in: wait for the bytes (5 s is a hang detector)
+    while (not target.exists() or not target.read_bytes()) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert target.read_bytes() == b'{"a":1}\n'
     assert q.flush().durable == ["a"]
