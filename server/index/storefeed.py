@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 from server.index.store import ChangeSet, ProjectIndex
 from storage.cache import cache_dir, private_dir
+from storage.livesession import pid_alive
 from storage.store_mirror import MirrorChange, StoreMirror
 from storage.store_source import StoreSource
 
@@ -46,19 +47,10 @@ def new_mirror_base() -> Path:
     private_dir(parent)
     for entry in os.scandir(parent):
         pid = entry.name.split("-", 1)[0]
-        if pid.isdigit() and entry.is_dir(follow_symlinks=False) and not _alive(int(pid)):
+        # pid 1 is always alive (pid_alive says False for it: a registry rule, not ours)
+        if pid.isdigit() and int(pid) > 1 and entry.is_dir(follow_symlinks=False) and not pid_alive(int(pid)):
             shutil.rmtree(entry.path, ignore_errors=True)
     return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=parent))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class StoreFeed:
