@@ -151,10 +151,12 @@ async function setSettings(patch) {
   await runCommand('Preferences: Open User Settings (JSON)');
   const editor = page.locator('.monaco-editor .view-lines', { hasText: 'sessionLsp.projectsDir' }).first();
   await editor.waitFor({ state: 'visible', timeout: 20000 });
-  await editor.click();
-  await page.keyboard.press('ControlOrMeta+A');
-  await page.keyboard.press('Delete');
-  await page.keyboard.insertText(text);
+  const edit = async () => {
+    await editor.click();
+    await page.keyboard.press('ControlOrMeta+A');
+    await page.keyboard.press('Delete');
+    await page.keyboard.insertText(text);
+  };
   const saved = () => {
     try {
       return JSON.stringify(JSON.parse(fs.readFileSync(SETTINGS, 'utf8'))) === JSON.stringify(JSON.parse(text));
@@ -164,6 +166,8 @@ async function setSettings(patch) {
   };
   for (let attempt = 0; !saved(); attempt++) {
     if (attempt >= 4) throw new Error(`settings.json was not saved: ${fs.readFileSync(SETTINGS, 'utf8').slice(0, 300)}`);
+    // typed again on each attempt: under load the editor can miss keys typed before it took focus
+    await edit();
     await page.keyboard.press('ControlOrMeta+S');
     await until('settings.json to be saved', async () => saved(), 5000).catch(() => undefined);
   }
