@@ -25,21 +25,11 @@ from typing import Literal
 import orjson
 
 from storage.errors import InvalidArgument, NotATranscript, NotFound, OutsideProjects
-from storage.paths import UUID_RE, project_folder_name, resolve_cwd
+from storage.paths import UUID_RE, is_inside, project_folder_name, real_root, resolve_cwd
 
 Access = Literal["read", "write", "create"]
 HEAD_BYTES = 64 * 1024
 HEAD_ROWS = 16
-
-
-def real_root(projects_dir: Path | str) -> Path:
-    """The projects folder's real path (it may itself be a symlink, e.g. `~/.claude` elsewhere)."""
-    return Path(os.path.realpath(os.path.expanduser(os.fspath(projects_dir))))
-
-
-def is_inside(root: Path, real: Path) -> bool:
-    """`real` is `root` or below it (both already real paths)."""
-    return real == root or root in real.parents
 
 
 def _check_text(value: str, name: str) -> str:

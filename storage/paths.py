@@ -98,13 +98,21 @@ def is_session_file(path: Path) -> bool:
     return path.suffix == ".jsonl" and bool(UUID_RE.match(path.stem))
 
 
-def stays_inside(root: Path, path: Path) -> bool:
-    """`path`, every symlink resolved, is inside `root` resolved: the rule of `storage.access` for what
-    discovery may list and read, so a symlinked project folder, session or subagent file that points
-    elsewhere is never read (nor listed, indexed or searched)."""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+def real_root(projects_dir: Path | str) -> Path:
+    """The projects folder's real path (it may itself be a symlink, e.g. `~/.claude` elsewhere)."""
+    return Path(os.path.realpath(os.path.expanduser(os.fspath(projects_dir))))
+
+
+def is_inside(root: Path, real: Path) -> bool:
+    """`real` is `root` or below it (both already real paths)."""
+    return real == root or root in real.parents
+
+
+def stays_inside(root: Path | str, path: Path | str) -> bool:
+    """`path`, every symlink resolved, is inside `root` resolved: the rule of `storage.access`, also
+    for what discovery may list and read, so a symlinked project folder, session or subagent file
+    that points elsewhere is never read (nor listed, indexed or searched)."""
+    return is_inside(real_root(root), Path(os.path.realpath(path)))
 
 
 def _entries(folder: Path) -> list[os.DirEntry[str]]:

@@ -30,11 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from storage.access import real_root
 from storage.cache import cache_dir, private_dir, private_file
 from storage.indexdb import APPENDED, SAME, Identity, compare
 from storage.jsonline import loads_line, scrub_surrogates
-from storage.paths import AGENT_FILE_RE, UUID_RE, is_session_file, iter_project_dirs, iter_session_files, subagent_files
+from storage.paths import (
+    AGENT_FILE_RE,
+    UUID_RE,
+    is_session_file,
+    iter_project_dirs,
+    iter_session_files,
+    real_root,
+    subagent_files,
+)
 from storage.reader import open_regular
 from storage.snippet import cut_snippet, word_pattern
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from storage.access import is_inside, real_root, resolve_target
+from storage.access import resolve_target
 from storage.errors import InUse, InvalidArgument, NotFound, OutsideProjects
 from storage.locking import make_private_dirs
-from storage.paths import UUID_RE
+from storage.paths import UUID_RE, real_root, stays_inside
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -152,7 +152,7 @@ def _held(projects_dir: Path, path: Path, data: bytes) -> bool | None:
     `OutsideProjects` for a file reached through a folder link out of the projects folder."""
     if not os.path.lexists(path):
         return None
-    if not is_inside(real_root(projects_dir), Path(os.path.realpath(path))):
+    if not stays_inside(projects_dir, path):
         raise OutsideProjects(f"{path} leads out of the projects folder {real_root(projects_dir)}; not written")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)

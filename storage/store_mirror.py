@@ -21,10 +21,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage.access import is_inside, real_root, resolve_target
+from storage.access import resolve_target
 from storage.cache import private_dir
 from storage.errors import SessionLspError
 from storage.locking import make_private_dirs
+from storage.paths import is_inside, real_root
 from storage.pgstore import StreamTail
 from storage.store_materialize import StoreSession, session_files
 

@@ -15,10 +15,10 @@ from typing import Any
 from server.features.tree import TreeView
 from server.index.storefeed import StoreFeed
 from server.params import bool_param, str_param
-from storage.access import Access, is_inside, real_root, resolve_target
+from storage.access import Access, resolve_target
 from storage.errors import InvalidArgument, NotFound, OutsideProjects, SessionLspError
 from storage.indexedlist import list_sessions_indexed
-from storage.paths import candidate_project_dirs, resolve_cwd
+from storage.paths import candidate_project_dirs, is_inside, real_root, resolve_cwd
 from storage.resume import resume
 from storage.sessions import SessionInfo, list_sessions
 from storage.store_mirror import MirrorIsReadOnly

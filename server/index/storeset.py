@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 from server.index.store import ChangeSet
 from server.index.storefeed import SCHEME, StoreFeed, new_mirror_base
 from server.index.storesearch import StoreSearch
-from storage.access import is_inside
+from storage.paths import is_inside
 from storage.store_source import StoreSource
 
 

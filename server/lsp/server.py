@@ -51,9 +51,9 @@ from server.lsp.framing import FrameError, StreamReader, serve_frames
 from server.lsp.options import InitializationOptions
 from server.params import str_param
 from server.version import version
-from storage.access import is_inside, real_root, resolve_target
+from storage.access import resolve_target
 from storage.errors import InvalidArgument, SessionLspError
-from storage.paths import default_projects_dir
+from storage.paths import default_projects_dir, stays_inside
 from storage.search import SearchIndex
 
 log = logging.getLogger(__name__)
@@ -335,7 +335,7 @@ class SessionServer(LanguageServer):
         return search
 
     def under_projects(self, path: Path) -> bool:
-        return is_inside(real_root(self.projects_dir), Path(os.path.realpath(path)))
+        return stays_inside(self.projects_dir, path)
 
     def transcript_of(self, path: Path) -> Any:
         from storage.transcript import Transcript
