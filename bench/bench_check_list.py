@@ -19,6 +19,7 @@ from pathlib import Path
 
 import orjson
 
+from bench.baseline import bare_parse
 from bench.make_projects import add_folder_arguments, projects_for
 from server.index import ProjectIndex
 from server.index.parallel import check_folder
@@ -28,19 +29,6 @@ from storage.sessions import list_sessions
 
 def transcript_files(projects: Path) -> list[Path]:
     return sorted(p for p in projects.rglob("*.jsonl"))
-
-
-def bare_parse(files: list[Path]) -> int:
-    n = 0
-    for f in files:
-        with open(f, "rb") as fh:
-            for line in fh:
-                try:
-                    orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    pass
-                n += 1
-    return n
 
 
 def run_check(projects: Path, jobs: int) -> int:

@@ -16,28 +16,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import orjson
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.baseline import bare_parse  # noqa: E402
 from bench.make_projects import add_folder_arguments, projects_for  # noqa: E402
 from storage.paths import iter_project_dirs, iter_session_files  # noqa: E402
 from storage.resume import resume  # noqa: E402
 from storage.sessions import list_sessions  # noqa: E402
-
-
-def bare_parse(files: list[Path]) -> int:
-    rows = 0
-    for f in files:
-        with open(f, "rb") as fh:
-            for line in fh:
-                if line.strip():
-                    try:
-                        orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        pass
-                    rows += 1
-    return rows
 
 
 def rebuild_all(files: list[Path]) -> int:

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from bench.bench_speed import OUT, REPO, bare_parse, best, best_cpu
+from bench.baseline import bare_parse
+from bench.bench_speed import OUT, REPO, best, best_cpu
 from bench.make_projects import add_folder_arguments, projects_for
 
 

@@ -24,25 +24,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import orjson
-
+from bench.baseline import bare_parse
 from bench.make_projects import add_folder_arguments, make_transcript, projects_for
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "bench" / "out"
-
-
-def bare_parse(files: list[Path]) -> int:
-    n = 0
-    for f in files:
-        with open(f, "rb") as fh:
-            for line in fh:
-                try:
-                    orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    pass
-                n += 1
-    return n
 
 
 def best(fn: Callable[[], object], runs: int) -> float:

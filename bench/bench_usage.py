@@ -17,28 +17,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import orjson
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.baseline import bare_parse  # noqa: E402
 from bench.make_projects import add_folder_arguments, projects_for  # noqa: E402
 from storage.sessions import list_sessions  # noqa: E402
 from storage.usage import folder_responses, sessions_usage_json, total  # noqa: E402
 from storage.usagecache import UsageCache, usage_cache_file  # noqa: E402
-
-
-def bare_parse(files: list[Path]) -> int:
-    rows = 0
-    for f in files:
-        with open(f, "rb") as fh:
-            for line in fh:
-                if line.strip():
-                    try:
-                        orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        pass
-                    rows += 1
-    return rows
 
 
 def timed(fn: Callable[[], object], repeat: int, before: Callable[[], None] = lambda: None) -> float:
