@@ -113,6 +113,16 @@ function C.render(result, opts)
       end
     end
   end
+  -- a block folded under its title: thinking, a compaction's summary
+  local function folded_text(title, item, mark, kind)
+    add('')
+    local first = #lines + 1
+    add(title, mark)
+    for _, l in ipairs(split(val(item.text))) do
+      add('  ' .. l, mark)
+    end
+    table.insert(folds, { first, #lines, kind = kind })
+  end
   add('# Conversation ' .. tostring(val(result.sessionId) or ''))
   add(string.format('%s · leaf %s', tostring(path), tostring(val(result.leafUuid) or '?')))
   add(string.format('H: %s hidden items · <CR>: go to the row (or switch branch) · za: open/close a fold',
@@ -152,13 +162,7 @@ function C.render(result, opts)
         add('[image ' .. tostring(val(img.mediaType) or '') .. ']', at)
       end
     elseif kind == 'thinking' then
-      add('')
-      local first = #lines + 1
-      add('▸ Thinking', at)
-      for _, l in ipairs(split(val(item.text))) do
-        add('  ' .. l, at)
-      end
-      table.insert(folds, { first, #lines, kind = 'thinking' })
+      folded_text('▸ Thinking', item, at, kind)
     elseif kind == 'tool' then
       add('')
       local first = #lines + 1
@@ -197,13 +201,7 @@ function C.render(result, opts)
       add('')
       add('──────── ' .. tostring(val(item.text) or 'Conversation compacted') .. ' ────────', at)
     elseif kind == 'summary' then
-      add('')
-      local first = #lines + 1
-      add('▸ Summary of the earlier conversation', at)
-      for _, l in ipairs(split(val(item.text))) do
-        add('  ' .. l, at)
-      end
-      table.insert(folds, { first, #lines, kind = 'summary' })
+      folded_text('▸ Summary of the earlier conversation', item, at, kind)
     elseif kind == 'branch' then
       add('')
       add(string.format('%d branches from here (<CR> to switch):', #(item.branches or {})), at)
