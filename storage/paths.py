@@ -165,9 +165,12 @@ def subagent_files(session_file: Path) -> list[SubagentFile]:
     if not root.is_dir():
         return found
     projects = session_file.parent.parent
+    if not stays_inside(projects, root):  # one resolve per session: a folder on the way may be a link
+        return found
+    # rglob never enters a linked folder below `root`: only a linked file itself needs resolving
     for path in sorted(root.rglob("agent-*.jsonl")):
         m = AGENT_FILE_RE.match(path.name)
-        if not m or not stays_inside(projects, path):
+        if not m or (path.is_symlink() and not stays_inside(projects, path)):
             continue
         meta = path.with_name(f"agent-{m['id']}.meta.json")
         found.append(SubagentFile(m["id"], path, meta if meta.exists() else None))

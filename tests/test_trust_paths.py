@@ -24,6 +24,7 @@ from lspserver import SERVER, open_session
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
+from server.index import ProjectIndex
 from server.lsp.server import to_plain
 from storage.paths import project_folder_name
 
@@ -260,6 +261,12 @@ def plant_secrets(world: dict[str, Path]) -> None:
     subagents = world["projects"] / SHOP / S1 / "subagents"
     subagents.mkdir(parents=True)
     (subagents / "agent-a0123456789abcdef.jsonl").symlink_to(agent)
+    # a session's folder linked out: its subagents are reached through a folder link, not a file link
+    linked_folder = world["outside"] / "linked-session"
+    (linked_folder / "subagents").mkdir(parents=True)
+    # with a damaged line: were it indexed, workspace/diagnostic would name it
+    (linked_folder / "subagents" / "agent-b0123456789abcdef.jsonl").write_text(agent.read_text() + "{garbage\n")
+    (world["projects"] / SHOP / "d864acd2-d28b-43ce-b430-2208a10860fe").symlink_to(linked_folder)
 
 
 def test_cli_discovery_never_reads_through_a_symlink_out(world: dict[str, Path]) -> None:
@@ -269,12 +276,12 @@ def test_cli_discovery_never_reads_through_a_symlink_out(world: dict[str, Path])
     assert listed.returncode == 0, listed.stderr
     ids = {s["sessionId"] for s in json.loads(listed.stdout)}
     assert S1 in ids and not ids & {OUT, LINKED}, ids
-    assert "a0123456789abcdef" not in listed.stdout
+    assert "a0123456789abcdef" not in listed.stdout and "b0123456789abcdef" not in listed.stdout
     for args in (("check", "--json"), ("search", SECRET, "--json"), ("usage", "--json")):
         out = cli(*args, "--projects-dir", projects)
         assert out.returncode in (0, 1), (args, out.stderr)
         assert OUT not in out.stdout and LINKED not in out.stdout and SECRET not in out.stdout, (args, out.stdout)
-        assert "a0123456789abcdef" not in out.stdout, (args, out.stdout)
+        assert "a0123456789abcdef" not in out.stdout and "b0123456789abcdef" not in out.stdout, (args, out.stdout)
 
 
 @pytest_lsp.fixture(config=SERVER)
@@ -285,13 +292,24 @@ async def planted_client(lsp_client: LanguageClient, world: dict[str, Path]):  #
     await lsp_client.shutdown_session()
 
 
+def test_the_index_never_discovers_through_a_symlink_out(world: dict[str, Path]) -> None:
+    plant_secrets(world)
+    index = ProjectIndex(world["projects"], persist=False)
+    found = [str(p) for p in index.discover()]
+    assert any(S1 in p for p in found), found
+    for name in (OUT, LINKED, "a0123456789abcdef", "b0123456789abcdef"):
+        assert not any(name in p for p in found), (name, found)
+    assert any("leading out" in why for why in index.skipped.values()), index.skipped
+
+
 async def test_server_discovery_never_reads_through_a_symlink_out(planted_client: LanguageClient) -> None:
     listed = to_plain(await planted_client.protocol.send_request_async("sessions/list", {}))
     ids = {s["sessionId"] for s in listed["sessions"]}
     assert S1 in ids and not ids & {OUT, LINKED}, ids
-    assert "a0123456789abcdef" not in json.dumps(listed)
+    assert "a0123456789abcdef" not in json.dumps(listed) and "b0123456789abcdef" not in json.dumps(listed)
     symbols = await planted_client.workspace_symbol_async(lsp.WorkspaceSymbolParams(query=SECRET))
     assert not symbols, symbols
     report = await planted_client.workspace_diagnostic_async(lsp.WorkspaceDiagnosticParams(previous_result_ids=[]))
     uris = " ".join(item.uri for item in report.items)
     assert OUT not in uris and LINKED not in uris and "a0123456789abcdef" not in uris, uris
+    assert "b0123456789abcdef" not in uris, uris

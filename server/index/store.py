@@ -37,6 +37,7 @@ from storage.sessions import SessionInfo, read_session_info
 
 SessionKey = tuple[Path, str]
 log = logging.getLogger(__name__)
+LEADS_OUT = "a symlink leading out of the projects folder"
 COMMIT_EVERY = 0.5
 """Seconds between commits of the checks `all_diagnostics` stores (one transaction per session costs more than
 the checks; holding the database longer would keep other processes waiting)."""
@@ -144,8 +145,12 @@ class ProjectIndex:
             projects = sorted((e for e in os.scandir(self.projects_dir) if _is_dir(e)), key=lambda e: e.name)
         except OSError:
             return
+        # a path is resolved (`stays_inside`) only where a link may be on its way: resolving every file
+        # would cost a syscall per folder level on each start
         for proj in projects:
             root = Path(proj.path)
+            if proj.is_symlink() and not self._inside(root):
+                continue
             try:
                 entries = sorted(os.scandir(root), key=lambda e: e.name)
             except OSError:
@@ -153,23 +158,34 @@ class ProjectIndex:
             for entry in entries:
                 p = Path(entry.path)
                 if tracked_kind(p) in ("session", "legacy-agent"):
-                    if self._regular(p):
+                    if self._regular(p, linked=entry.is_symlink()):
                         yield p
                 elif _is_dir(entry) and (root / entry.name / "subagents").is_dir():
-                    for sub in sorted((root / entry.name / "subagents").rglob("agent-*.jsonl")):
-                        if tracked_kind(sub) == "subagent" and self._regular(sub):
+                    subagents = root / entry.name / "subagents"
+                    if (entry.is_symlink() or subagents.is_symlink()) and not self._inside(subagents):
+                        continue
+                    # rglob never enters a linked folder below `subagents`: only a linked file needs resolving
+                    for sub in sorted(subagents.rglob("agent-*.jsonl")):
+                        if tracked_kind(sub) == "subagent" and self._regular(sub, linked=sub.is_symlink()):
                             yield sub
 
-    def _why_not_read(self, path: Path) -> str | None:
-        """Why a tracked path is never read: not a regular file, or a symlink (of the file or of a folder
-        on the way) leading out of the projects folder (`storage.paths.stays_inside`)."""
+    def _why_not_read(self, path: Path, *, linked: bool = True) -> str | None:
+        """Why a tracked path is never read: not a regular file, or (when a link may be on its `linked` way)
+        leading out of the projects folder once resolved (`storage.paths.stays_inside`)."""
         why = why_not_regular(path)
-        if why is None and not stays_inside(self.projects_dir, path):
-            why = "a symlink leading out of the projects folder"
+        if why is None and linked and not stays_inside(self.projects_dir, path):
+            why = LEADS_OUT
         return why
 
-    def _regular(self, path: Path) -> bool:
-        why = self._why_not_read(path)
+    def _inside(self, folder: Path) -> bool:
+        """A linked folder whose files may be read: it resolves inside the projects folder (else noted)."""
+        if stays_inside(self.projects_dir, folder):
+            return True
+        self.skip(folder, LEADS_OUT)
+        return False
+
+    def _regular(self, path: Path, *, linked: bool = True) -> bool:
+        why = self._why_not_read(path, linked=linked)
         if why is not None:
             self.skip(path, why)
         return why is None
