@@ -22,7 +22,6 @@ import functools
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,14 +30,13 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import orjson
 
 from storage.cache import cache_dir, private_dir, private_file
+from storage.folderstamp import settled
 
 SCHEMA_VERSION = 5
 DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000
 SAME, APPENDED, REWRITTEN = "same", "appended", "rewritten"
-RACY_NS = 2_000_000_000
-"""A file modified this recently may change again within its mtime's granularity: never take it as unchanged."""
 DAMAGE = (sqlite3.DatabaseError, orjson.JSONDecodeError, ValueError, TypeError, KeyError, IndexError)
 """What reading a damaged database raises: the caller rebuilds it and computes without it."""
 
@@ -75,11 +73,6 @@ class Identity:
         head_len = min(st.st_size, HEAD_BYTES)
         mtime = st.st_mtime_ns if settled(st) else -1
         return cls(st.st_dev, st.st_ino, st.st_size, mtime, head_len, head_digest(path, head_len))
-
-
-def settled(st: os.stat_result) -> bool:
-    """Modified long enough ago that a same-size change within the same mtime tick is ruled out."""
-    return time.time_ns() - st.st_mtime_ns > RACY_NS
 
 
 def head_digest(path: Path, length: int) -> bytes:

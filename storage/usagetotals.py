@@ -16,7 +16,8 @@ import stat
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from storage.indexdb import DAMAGE, IndexDB, settled
+from storage.folderstamp import settled
+from storage.indexdb import DAMAGE, IndexDB
 from storage.prices import PRICES_DATE
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from storage.countcache import fingerprint
-from storage.indexdb import RACY_NS
+from storage.folderstamp import RACY_NS
 from storage.paths import AGENT_FILE_RE, is_session_file
 from storage.reader import LineProblem, ReadState, read_transcript
 from storage.rows import Row

@@ -20,7 +20,8 @@ import msgspec
 from server.index.checks import Pending, SessionReport
 from server.index.diagnostics import Diagnostic, Related
 from server.index.filestate import FileState
-from storage.indexdb import APPENDED, SAME, Identity, IndexDB, compare, settled
+from storage.folderstamp import settled
+from storage.indexdb import APPENDED, SAME, Identity, IndexDB, compare
 from storage.reader import LineProblem, ReadState
 from storage.rows import Row
 from storage.transcript import Transcript

@@ -1,14 +1,19 @@
-"""Answering `initialize` at once, before pygls and lsprotocol are imported (they take most of a second).
+"""The first moments of a stdio session: what is answered before pygls and lsprotocol are imported (they take
+most of a second).
 
-pygls's answer to `initialize` depends only on the request (the client's capabilities, workspace, ...) and on
-the server's code: the features `server.lsp.server` registers, the pygls and lsprotocol that build the
-answer, and the version it reports. The first time a client is served, pygls's answer is kept in the cache
-folder (`initialize-v1.json`, 0600) under a digest of all that, the client's `processId` and
+`initialize`: pygls's answer depends only on the request (the client's capabilities, workspace, ...) and on
+the server's code (`server.lsp.codestamp`). The first time a client is served, pygls's answer is kept in the
+cache folder (`initialize-v1.json`, 0600) under a digest of both, the client's `processId` and
 `initializationOptions` left out. At the next launch, an `initialize` with the same digest, a well-formed
 `processId` and options that parse is answered from there before the server is imported. The request still
 goes to pygls, which applies the options and sets the server up as usual; its own answer is then withheld,
-and replaces the stored one if they differ. Anything else (another first message, a malformed frame, an
-unknown digest) is left to pygls alone: the bytes read are handed over unchanged.
+and replaces the stored one if they differ.
+
+Then, while the client sends requests whose answers were kept for the projects folder as it is now
+(`server.lsp.answers`: `sessions/list`, `workspace/diagnostic`), they are answered from there too, and never
+reach pygls. The first message of any other kind, an answer not kept, or a pause of `IDLE` seconds ends this:
+the server is loaded and reads every byte not answered, in order, from where the early reading stopped.
+Anything unexpected (another first message, a malformed frame, an unknown digest) is left to pygls alone.
 """
 
 from __future__ import annotations
@@ -16,73 +21,23 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-from importlib.util import find_spec
+import time
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
+from server.lsp.codestamp import code_stamp
 from server.lsp.options import InitializationOptions
+from server.lsp.readahead import Frame, FrameReader, Replay
 from storage.cache import cache_dir, load_json_dict, save_json
 from storage.errors import InvalidArgument
 
 CACHE_NAME = "initialize-v1.json"
-MAX_HEADER_LINE = 8 * 1024
-MAX_HEADERS = 32
-MAX_EARLY_BODY = 1024 * 1024
-"""A first frame larger than this is not read ahead (an `initialize` is a few KiB)."""
 KEEP = 8
-"""Answers kept (one per editor setup)."""
+"""Answers to `initialize` kept (one per editor setup)."""
+IDLE = 0.1
+"""Seconds without a message after which the server is loaded anyway."""
 
 log = logging.getLogger(__name__)
-
-
-class Replay:
-    """A binary stream giving `prefix` first, then the rest of `stream` (the frame reader's `readline`, `read`)."""
-
-    def __init__(self, prefix: bytes, stream: BinaryIO) -> None:
-        self.prefix = prefix
-        self.stream = stream
-
-    def readline(self, limit: int = -1) -> bytes:
-        if not self.prefix:
-            return self.stream.readline(limit)
-        end = self.prefix.find(b"\n")
-        n = len(self.prefix) if end < 0 else end + 1
-        if limit >= 0:
-            n = min(n, limit)
-        out, self.prefix = self.prefix[:n], self.prefix[n:]
-        if out.endswith(b"\n") or self.prefix or (limit >= 0 and len(out) >= limit):
-            return out
-        return out + self.stream.readline(-1 if limit < 0 else limit - len(out))
-
-    def read(self, n: int = -1) -> bytes:
-        if not self.prefix:
-            return self.stream.read(n)
-        if n < 0:
-            out, self.prefix = self.prefix, b""
-            return out + self.stream.read()
-        out, self.prefix = self.prefix[:n], self.prefix[n:]
-        return out + self.stream.read(n - len(out)) if len(out) < n else out
-
-
-def code_stamp() -> list[Any]:
-    """What the answer depends on besides the request: the package version, and where the server's features,
-    pygls and lsprotocol live, with their sizes and mtimes."""
-    from server.version import version
-
-    out: list[Any] = [version()]
-    files = [Path(__file__).with_name("server.py")]
-    for name in ("pygls", "lsprotocol"):
-        spec = find_spec(name)
-        if spec is not None and spec.origin:
-            files.append(Path(spec.origin))
-    for f in files:
-        try:
-            st = os.stat(f)
-            out.append([str(f), st.st_size, st.st_mtime_ns])
-        except OSError:
-            out.append([str(f)])
-    return out
 
 
 def digest(params: dict[str, Any]) -> str:
@@ -96,42 +51,15 @@ def _cache_file() -> Path | None:
     return None if folder is None else folder / CACHE_NAME
 
 
-def _read_first_frame(stream: BinaryIO) -> tuple[bytes, dict[str, Any] | None]:
-    """The bytes of the first frame as read, and its message when it is a whole frame holding a JSON object."""
-    raw = b""
-    length: int | None = None
-    for _ in range(MAX_HEADERS + 1):
-        line = stream.readline(MAX_HEADER_LINE + 1)
-        raw += line
-        if not line.endswith(b"\n"):
-            return raw, None  # the end of the stream, or an overlong line: for the strict reader to judge
-        if not line.strip():
-            break
-        name, sep, value = line.decode("latin-1").partition(":")
-        if sep and name.strip().lower() == "content-length":
-            text = value.strip()
-            length = int(text) if text.isdigit() else None
-    else:
-        return raw, None
-    if length is None or length > MAX_EARLY_BODY:
-        return raw, None
-    body = stream.read(length)
-    raw += body
-    if len(body) < length:
-        return raw, None
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return raw, None
-    return raw, message if isinstance(message, dict) else None
-
-
 class EarlyInitialize:
     """The first frame of a stdio session: answered at once when pygls answered the same `initialize` before.
     `stream` replays it for the server; `takes` sees pygls's own answer to it."""
 
-    def __init__(self, stream: BinaryIO, request_id: Any, key: str | None, answered: Any) -> None:
+    def __init__(self, stream: BinaryIO | None, request_id: Any, key: str | None, answered: Any) -> None:
         self.stream = stream
+        """What the server reads: the bytes read ahead and not answered, then the rest of stdin."""
+        self.options: InitializationOptions | None = None
+        """The options of the `initialize` answered early."""
         self.request_id = request_id
         self.key = key
         self.answered = answered
@@ -140,8 +68,20 @@ class EarlyInitialize:
 
     @classmethod
     def start(cls, stdin: BinaryIO, stdout: BinaryIO, defaults: InitializationOptions) -> EarlyInitialize:
-        raw, message = _read_first_frame(stdin)
-        replay = cast(BinaryIO, Replay(raw, stdin))  # it has what the frame reader calls: readline, read
+        reader = FrameReader.of(stdin)
+        if reader is None:
+            return cls(stdin, None, None, None)
+        first = reader.take()
+        early = cls._initialize(first, stdout, defaults)
+        taken = first.raw if first is not None else b""
+        if early.answered is not None:
+            taken += _answer_kept(reader, stdout, early.options or defaults)
+        early.stream = cast(BinaryIO, Replay(taken + reader.buffer, stdin))  # it has readline and read
+        return early
+
+    @classmethod
+    def _initialize(cls, frame: Frame | None, stdout: BinaryIO, defaults: InitializationOptions) -> EarlyInitialize:
+        message = frame.message if frame is not None else None
         params = message.get("params") if message is not None else None
         if (
             message is None
@@ -150,20 +90,20 @@ class EarlyInitialize:
             or type(message.get("id")) not in (int, str)
             or not isinstance(params, dict)
         ):
-            return cls(replay, None, None, None)
+            return cls(None, None, None, None)
         key = digest(params)
         stored = load_json_dict(_cache_file()).get(key)
         pid = params.get("processId")
         if not isinstance(stored, dict) or "result" not in stored or not (pid is None or type(pid) is int):
-            return cls(replay, message["id"], key, None)
+            return cls(None, message["id"], key, None)
         try:
-            InitializationOptions.parse(params.get("initializationOptions"), defaults=defaults)
+            options = InitializationOptions.parse(params.get("initializationOptions"), defaults=defaults)
         except InvalidArgument:
-            return cls(replay, message["id"], key, None)  # pygls answers with the error
-        body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": stored["result"]}).encode()
-        stdout.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
-        stdout.flush()
-        return cls(replay, message["id"], key, stored["result"])
+            return cls(None, message["id"], key, None)  # pygls answers with the error
+        _send(stdout, message["id"], stored["result"])
+        early = cls(None, message["id"], key, stored["result"])
+        early.options = options
+        return early
 
     def takes(self, wire: dict[str, Any]) -> bool:
         """Called with each message pygls sends (as JSON): True to withhold it, the answer already sent. pygls's
@@ -190,3 +130,40 @@ class EarlyInitialize:
         if result is not None:
             entries[self.key] = {"result": result}
         save_json(path, dict(list(entries.items())[-KEEP:]))
+
+
+def _send(stdout: BinaryIO, request_id: Any, result: Any) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode()
+    stdout.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
+    stdout.flush()
+
+
+def _answer_kept(reader: FrameReader, stdout: BinaryIO, options: InitializationOptions) -> bytes:
+    """Answer the requests that follow `initialize` from the answers kept for the folder as it is now, until
+    one is not kept (`server.lsp.answers`); the bytes of the frames taken and not answered (`initialized`, and
+    the frame that ended this), for the server to read first."""
+    if options.stores:
+        return b""  # store sessions change with their databases, not with the folder
+    from server.lsp.answers import answer_key, kept_answer
+    from storage.folderstamp import stamp_folder
+
+    root = options.root()
+    stamp = None
+    taken = b""
+    while True:
+        frame = reader.take(time.monotonic() + IDLE)
+        if frame is None:
+            return taken
+        message = frame.message or {}
+        if message.get("method") == "initialized" and "id" not in message:
+            taken += frame.raw
+            continue
+        request_id = message.get("id")
+        key = answer_key(str(message.get("method")), message.get("params"), root)
+        if key is None or message.get("jsonrpc") != "2.0" or type(request_id) not in (int, str):
+            return taken + frame.raw
+        stamp = stamp or stamp_folder(root)
+        result = kept_answer(key, stamp) if stamp is not None else None
+        if result is None:
+            return taken + frame.raw
+        _send(stdout, request_id, result)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
@@ -35,6 +36,12 @@ class InitializationOptions:
     """`polling`: poll instead of OS events (network drives)."""
     stores: tuple[StoreSource, ...] = ()
     """`stores`: session stores (postgresql:// URLs, or `{url, schema}`) mirrored read-only beside the folder."""
+
+    def root(self) -> Path:
+        """The projects folder served, absolute and `~` expanded: the option's, else the CLI's own."""
+        from storage.paths import default_projects_dir
+
+        return Path(os.path.abspath((self.projects_dir or default_projects_dir()).expanduser()))
 
     @classmethod
     def parse(cls, raw: Any, *, defaults: Self | None = None) -> Self:

@@ -45,6 +45,7 @@ from server.features.tree import TreeView
 from server.index import ProjectIndex
 from server.index.storefeed import StoreFeed
 from server.index.storeset import StoreSet
+from server.lsp.answers import answer_key, keep_answer
 from server.lsp.early import EarlyInitialize
 from server.lsp.errors import to_jsonrpc
 from server.lsp.framing import FrameError, StreamReader, serve_frames
@@ -53,6 +54,7 @@ from server.params import str_param
 from server.version import version
 from storage.access import resolve_target
 from storage.errors import InvalidArgument, SessionLspError
+from storage.folderstamp import FolderStamp, stamp_folder
 from storage.paths import default_projects_dir, stays_inside
 from storage.search import SearchIndex
 
@@ -221,6 +223,10 @@ class SessionServer(LanguageServer):
         """Tools the person allowed for the rest of a session (`sessions/permission` answers)."""
         self.stores = StoreSet(())
         """The session stores mirrored read-only beside the projects folder (`stores` option)."""
+        self.kept: dict[str, str] = {}
+        """By answer key, the folder digest its answer was last kept for (`server.lsp.answers`)."""
+        self._wanted: dict[str, tuple[str, Any, Callable[[], tuple[Any, bool]]]] = {}
+        """Requests answered before the first index was complete, by answer key: kept once it is."""
         self._views: dict[Path, tuple[int, TreeView]] = {}
         self._lock = threading.RLock()
         self._ending = threading.Lock()
@@ -287,6 +293,48 @@ class SessionServer(LanguageServer):
         self.requests = SessionRequests(
             self.projects_dir, self.transcript_of, self.index.find_uuid, stores=self.stores.feeds
         )
+
+    def answer_and_keep(self, method: str, params: Any, compute: Callable[[], tuple[Any, bool]]) -> Any:
+        """`compute()` gives an answer and whether it is whole (not cut short by a cancel). A whole answer to
+        a request of `server.lsp.answers.KEPT`, computed from the complete index while the folder stayed as the
+        index has it, is kept for the next launch to give before the server loads (`server.lsp.early`)."""
+        index = self.index
+        key = None
+        if index is not None and index.persist_enabled and not self.options.stores:
+            key = answer_key(method, params, index.projects_dir)
+        if key is not None and not self.ready.is_set():
+            with self._lock:
+                self._wanted[key] = (method, params, compute)  # kept once the first index is complete
+            key = None
+        before = stamp_folder(index.projects_dir) if key is not None and index is not None else None
+        result, whole = compute()
+        if index is None or key is None or before is None or not whole or self.kept.get(key) == before.digest:
+            return result
+        if self._index_agrees(before):
+            wire = json.loads(json.dumps(result, default=self.protocol._serialize_message))
+            if keep_answer(key, before, stamp_folder(index.projects_dir), wire):
+                self.kept[key] = before.digest
+        return result
+
+    def keep_wanted(self) -> None:
+        """Compute again, and keep, the answers asked for before the first index was complete."""
+        with self._lock:
+            wanted, self._wanted = self._wanted, {}
+        for method, params, compute in wanted.values():
+            try:
+                self.answer_and_keep(method, params, compute)
+            except Exception:  # a request that fails now is simply not kept
+                log.debug("not keeping the answer to %s", method, exc_info=True)
+
+    def _index_agrees(self, stamp: FolderStamp) -> bool:
+        """The index holds what discovery finds now, each file as the stamp saw it."""
+        index = self.index
+        if index is None:
+            return False
+        with index.lock:
+            held = {str(p): (s.device, s.inode, s.size, s.mtime_ns) for p, s in index.files.items()}
+            found = {str(p) for p in index.discover()}
+        return held.keys() == found and all(stamp.files.get(p) == ident for p, ident in held.items())
 
     def index_for(self, path: Path) -> ProjectIndex | None:
         """The index of the projects folder or of the store mirror holding `path`; None for others."""
@@ -450,7 +498,7 @@ def initialize(ls: SessionServer, params: lsp.InitializeParams) -> None:
         ls.options = InitializationOptions.parse(to_plain(params.initialization_options), defaults=ls.defaults)
     except InvalidArgument as exc:
         raise to_jsonrpc(exc) from exc
-    ls.configure(ls.options.projects_dir or default_projects_dir())
+    ls.configure(ls.options.root())
 
 
 @server.feature(lsp.INITIALIZED)
@@ -494,6 +542,7 @@ def _initial_scan(ls: SessionServer) -> None:
             ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="Indexed"))
     ls.publish({_path(uri) for uri in ls.workspace.text_documents})
     ls.protocol.notify("sessions/didChange", {"sessionIds": [], "removed": []})
+    ls.keep_wanted()
 
 
 @server.feature(lsp.SHUTDOWN)
@@ -571,12 +620,17 @@ async def workspace_diagnostic(ls: SessionServer, params: lsp.WorkspaceDiagnosti
     `$/cancelRequest`, which stops the computation at the next session)."""
     await _until_ready(ls)
     stop = threading.Event()
+
+    def compute() -> tuple[lsp.WorkspaceDiagnosticReport, bool]:
+        reports = lsp.WorkspaceDiagnosticReport(items=_workspace_reports(ls, stop))
+        return reports, not stop.is_set()
+
     try:
-        reports = await asyncio.to_thread(_workspace_reports, ls, stop)
+        # every report is whole whatever the parameters (`answers.IGNORED_PARAMS`: all of them)
+        return await asyncio.to_thread(ls.answer_and_keep, lsp.WORKSPACE_DIAGNOSTIC, {}, compute)
     except asyncio.CancelledError:
         stop.set()
         raise
-    return lsp.WorkspaceDiagnosticReport(items=reports)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_HOVER)
@@ -732,7 +786,9 @@ def serve_request(ls: SessionServer, method: str, params: Any) -> dict[str, Any]
     """Answer one of SESSION_REQUESTS; our errors become JSON-RPC errors (`server.lsp.errors`)."""
     plain = _object_params(params)
     try:
-        result = SESSION_REQUESTS[method](_service(ls), plain)
+        result: dict[str, Any] = ls.answer_and_keep(
+            method, plain, lambda: (SESSION_REQUESTS[method](_service(ls), plain), True)
+        )
     except SessionLspError as exc:
         raise to_jsonrpc(exc) from exc
     if method in WRITING_REQUESTS and ls.index is not None:

@@ -1,0 +1,78 @@
+"""Answers kept for a projects folder that did not change: `sessions/list` and `workspace/diagnostic`.
+
+Both answers depend only on the request, the code (`server.lsp.codestamp`) and the files below the projects
+folder (`storage.folderstamp`). When the server computes one from a complete index, with the folder settled
+and the same before and after, it keeps the answer (`answers-v1/<key>.json` in the cache folder, 0600) under
+the folder's digest. The next launch answers the same request at once, before pygls is loaded, when the folder's
+digest is still the same (`server.lsp.early`): what the server would compute, without waiting for it to load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from server.lsp.codestamp import code_stamp
+from storage.cache import cache_dir, load_json_dict, save_json
+from storage.folderstamp import FolderStamp
+
+FOLDER_NAME = "answers-v1"
+KEPT = ("sessions/list", "workspace/diagnostic")
+"""The requests whose answers are kept."""
+IGNORED_PARAMS = {"workspace/diagnostic": ("previousResultIds", "identifier", "workDoneToken", "partialResultToken")}
+"""Parameters the server's answer does not depend on (every report is sent whole, to every client)."""
+KEEP_FILES = 16
+"""Answers kept at most (the oldest go first)."""
+
+
+def answer_key(method: str, params: Any, root: Path) -> str | None:
+    """The key of a request's kept answer over the projects folder `root`; None for one never kept."""
+    if method not in KEPT:
+        return None
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        return None
+    ignored = IGNORED_PARAMS.get(method, ())
+    request = {k: v for k, v in params.items() if k not in ignored}
+    text = json.dumps([code_stamp(), method, request, str(root)], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _file(key: str) -> Path | None:
+    folder = cache_dir()
+    return None if folder is None else folder / FOLDER_NAME / f"{key}.json"
+
+
+def kept_answer(key: str, stamp: FolderStamp) -> Any | None:
+    """The answer kept under `key` for a folder with this stamp (None: none, or kept for another state)."""
+    entry = load_json_dict(_file(key))
+    if entry.get("folder") != stamp.digest or "result" not in entry:
+        return None
+    return entry["result"]
+
+
+def keep_answer(key: str, before: FolderStamp, after: FolderStamp | None, result: Any) -> bool:
+    """Keep `result`, computed between the two stamps, when they are equal and settled; True when kept."""
+    path = _file(key)
+    if path is None or after is None or not before.settled or before.digest != after.digest:
+        return False
+    if not save_json(path, {"folder": before.digest, "result": result}):
+        return False
+    _prune(path.parent)
+    return True
+
+
+def _prune(folder: Path) -> None:
+    try:
+        entries = [(e.stat().st_mtime_ns, e.path) for e in os.scandir(folder) if e.name.endswith(".json")]
+    except OSError:
+        return
+    for _, path in sorted(entries, reverse=True)[KEEP_FILES:]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
