@@ -49,11 +49,21 @@ def load_json_dict(path: Path | None) -> dict[str, Any]:
 def save_json(path: Path, value: Any) -> bool:
     """Write `value` to `path` whole (aside, then renamed over it), 0600 in a 0700 folder; False when
     the folder cannot be written (a cache is only a cache)."""
-    with contextlib.suppress(OSError):
+    return save_bytes(path, orjson.dumps(value))
+
+
+def save_bytes(path: Path, data: bytes) -> bool:
+    """Write `data` to `path` as `save_json` does."""
+    tmp = None
+    try:
         private_dir(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")  # mkstemp makes it 0600
         with os.fdopen(fd, "wb") as fh:
-            fh.write(orjson.dumps(value))
+            fh.write(data)
         os.replace(tmp, path)
         return True
-    return False
+    except OSError:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        return False

@@ -66,7 +66,7 @@ def mark(answers: Path) -> None:
     for f in kept_files(answers):
         entry = json.loads(f.read_bytes())
         entry["result"][MARK] = True
-        f.write_text(json.dumps(entry))
+        f.write_text(json.dumps(entry))  # another spacing than the server's: the reader is not that strict
 
 
 BOTH = ["sessions/list", "workspace/diagnostic"]
@@ -154,3 +154,18 @@ def test_a_frame_cut_by_a_pause_reaches_the_server_whole(corpus_projects: Path, 
     cut = server.answer("cut")
     finish(server)
     assert cut["result"] == first["sessions/list"]["result"]  # computed by the server: no mark
+
+
+def test_a_damaged_kept_answer_is_computed_again(corpus_projects: Path, answers: Path) -> None:
+    age(corpus_projects)
+    first, server = launch(corpus_projects, BOTH)
+    wait_kept(answers, 2)
+    finish(server)
+    for f in kept_files(answers):
+        data = f.read_bytes()
+        f.write_bytes(data[: len(data) // 2] + b"}")  # cut in the middle: the digest still matches
+
+    again, server = launch(corpus_projects, BOTH)
+    finish(server)
+    for method in BOTH:
+        assert again[method]["result"] == first[method]["result"], method

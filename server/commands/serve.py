@@ -7,8 +7,12 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from server.commands.common import CommandError, add_projects_dir
+
+if TYPE_CHECKING:
+    from server.lsp.options import InitializationOptions
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,7 +56,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _private_log(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
     ]
     logging.basicConfig(level=level, handlers=handlers, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from server.lsp.options import InitializationOptions
     from storage.errors import InvalidArgument
     from storage.store_source import StoreSource, check_schema, parse_store
 
@@ -61,15 +64,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         stores = tuple(StoreSource(parse_store(url, "--store").url, schema) for url in args.store)
     except InvalidArgument as exc:
         raise CommandError(str(exc)) from exc
-    defaults = InitializationOptions(projects_dir=args.projects_dir, polling=args.polling, stores=stores)
+
+    def defaults() -> InitializationOptions:
+        """The command line's choices as options (their module loads cattrs: not before it is needed)."""
+        from server.lsp.options import InitializationOptions
+
+        return InitializationOptions(projects_dir=args.projects_dir, polling=args.polling, stores=stores)
+
+    launch = [str(args.projects_dir) if args.projects_dir else None, args.polling, [s.url for s in stores], schema]
     early = None
     if not args.tcp and not args.ws:  # over stdio, a known `initialize` is answered before the server loads
         from server.lsp.early import EarlyInitialize
 
-        early = EarlyInitialize.start(sys.stdin.buffer, sys.stdout.buffer, defaults)
+        early = EarlyInitialize.start(sys.stdin.buffer, sys.stdout.buffer, launch, defaults)
     from server.lsp.server import SessionProtocol, server
 
-    server.defaults = defaults
+    server.defaults = defaults()
     if args.tcp:
         server.start_tcp(*_host_port(args.tcp))
     elif args.ws:

@@ -12,11 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from server.lsp.codestamp import code_stamp
-from storage.cache import cache_dir, load_json_dict, save_json
+from storage.cache import cache_dir, save_bytes
 from storage.folderstamp import FolderStamp
 
 FOLDER_NAME = "answers-v1"
@@ -47,12 +50,32 @@ def _file(key: str) -> Path | None:
     return None if folder is None else folder / FOLDER_NAME / f"{key}.json"
 
 
-def kept_answer(key: str, stamp: FolderStamp) -> Any | None:
-    """The answer kept under `key` for a folder with this stamp (None: none, or kept for another state)."""
-    entry = load_json_dict(_file(key))
-    if entry.get("folder") != stamp.digest or "result" not in entry:
+HEAD = re.compile(rb'\{"folder":\s*"([0-9a-f]{1,128})",\s*"result":\s*')
+"""A kept answer's file: `{"folder": DIGEST, "result": RESULT}`, the digest first so it is read without the rest."""
+
+
+def kept_answer(key: str, stamp: FolderStamp) -> bytes | None:
+    """The JSON of the answer kept under `key` for a folder with this stamp (None: none, kept for another state,
+    or damaged), to be sent as it is."""
+    path = _file(key)
+    if path is None:
         return None
-    return entry["result"]
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    m = HEAD.match(data)
+    if m is None or m.group(1).decode() != stamp.digest:
+        return None
+    result = data[m.end() :].rstrip()
+    if not result.endswith(b"}"):
+        return None
+    result = result[:-1]
+    try:
+        orjson.loads(result)  # never send a damaged file's bytes
+    except orjson.JSONDecodeError:
+        return None
+    return result
 
 
 def keep_answer(key: str, before: FolderStamp, after: FolderStamp | None, result: Any) -> bool:
@@ -60,7 +83,8 @@ def keep_answer(key: str, before: FolderStamp, after: FolderStamp | None, result
     path = _file(key)
     if path is None or after is None or not before.settled or before.digest != after.digest:
         return False
-    if not save_json(path, {"folder": before.digest, "result": result}):
+    data = b'{"folder":"%s","result":%s}' % (before.digest.encode(), orjson.dumps(result))
+    if not save_bytes(path, data):
         return False
     _prune(path.parent)
     return True

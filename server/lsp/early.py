@@ -22,14 +22,17 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, cast
 
 from server.lsp.codestamp import code_stamp
-from server.lsp.options import InitializationOptions
 from server.lsp.readahead import Frame, FrameReader, Replay
 from storage.cache import cache_dir, load_json_dict, save_json
 from storage.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from server.lsp.options import InitializationOptions
 
 CACHE_NAME = "initialize-v1.json"
 KEEP = 8
@@ -51,36 +54,58 @@ def _cache_file() -> Path | None:
     return None if folder is None else folder / CACHE_NAME
 
 
+class Served(NamedTuple):
+    """What the server made of an `initialize`'s options: the projects folder, and whether stores are served."""
+
+    root: str
+    stores: bool
+
+
+def options_digest(launch: list[Any], raw_options: Any) -> str:
+    """The options of a launch: the command line's (`launch`) and the client's `initializationOptions`."""
+    text = json.dumps([launch, raw_options], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 class EarlyInitialize:
     """The first frame of a stdio session: answered at once when pygls answered the same `initialize` before.
     `stream` replays it for the server; `takes` sees pygls's own answer to it."""
 
-    def __init__(self, stream: BinaryIO | None, request_id: Any, key: str | None, answered: Any) -> None:
-        self.stream = stream
+    def __init__(self, request_id: Any = None, key: str | None = None, options_key: str | None = None) -> None:
+        self.stream: BinaryIO | None = None
         """What the server reads: the bytes read ahead and not answered, then the rest of stdin."""
-        self.options: InitializationOptions | None = None
-        """The options of the `initialize` answered early."""
         self.request_id = request_id
         self.key = key
-        self.answered = answered
+        self.options_key = options_key
+        self.answered: Any = None
         """The result sent early (None: not answered early)."""
+        self.served: Served | None = None
+        """What the options of the `initialize` answered early give."""
         self.done = key is None
 
     @classmethod
-    def start(cls, stdin: BinaryIO, stdout: BinaryIO, defaults: InitializationOptions) -> EarlyInitialize:
+    def start(
+        cls, stdin: BinaryIO, stdout: BinaryIO, launch: list[Any], defaults: Callable[[], InitializationOptions]
+    ) -> EarlyInitialize:
+        """Read the first frame; answer it (and what follows) when it can be. `launch` is the command line's
+        choices as JSON (they are part of what options give); `defaults` makes them options, when needed."""
         reader = FrameReader.of(stdin)
         if reader is None:
-            return cls(stdin, None, None, None)
+            early = cls()
+            early.stream = stdin
+            return early
         first = reader.take()
-        early = cls._initialize(first, stdout, defaults)
+        early = cls._initialize(first, stdout, launch, defaults)
         taken = first.raw if first is not None else b""
-        if early.answered is not None:
-            taken += _answer_kept(reader, stdout, early.options or defaults)
+        if early.served is not None and not early.served.stores:  # store sessions change with their databases
+            taken += _answer_kept(reader, stdout, Path(early.served.root))
         early.stream = cast(BinaryIO, Replay(taken + reader.buffer, stdin))  # it has readline and read
         return early
 
     @classmethod
-    def _initialize(cls, frame: Frame | None, stdout: BinaryIO, defaults: InitializationOptions) -> EarlyInitialize:
+    def _initialize(
+        cls, frame: Frame | None, stdout: BinaryIO, launch: list[Any], defaults: Callable[[], InitializationOptions]
+    ) -> EarlyInitialize:
         message = frame.message if frame is not None else None
         params = message.get("params") if message is not None else None
         if (
@@ -90,64 +115,91 @@ class EarlyInitialize:
             or type(message.get("id")) not in (int, str)
             or not isinstance(params, dict)
         ):
-            return cls(None, None, None, None)
-        key = digest(params)
-        stored = load_json_dict(_cache_file()).get(key)
+            return cls()
+        raw_options = params.get("initializationOptions")
+        early = cls(message["id"], digest(params), options_digest(launch, raw_options))
+        stored = load_json_dict(_cache_file()).get(early.key or "")
         pid = params.get("processId")
         if not isinstance(stored, dict) or "result" not in stored or not (pid is None or type(pid) is int):
-            return cls(None, message["id"], key, None)
-        try:
-            options = InitializationOptions.parse(params.get("initializationOptions"), defaults=defaults)
-        except InvalidArgument:
-            return cls(None, message["id"], key, None)  # pygls answers with the error
+            return early
+        served = _served(stored, early.options_key) or _parsed(raw_options, defaults)
+        if served is None:
+            return early  # pygls answers with the error
         _send(stdout, message["id"], stored["result"])
-        early = cls(None, message["id"], key, stored["result"])
-        early.options = options
+        early.answered, early.served = stored["result"], served
         return early
 
-    def takes(self, wire: dict[str, Any]) -> bool:
-        """Called with each message pygls sends (as JSON): True to withhold it, the answer already sent. pygls's
-        answer is stored for the next launch, or replaces a stored one that differs."""
+    def takes(self, wire: dict[str, Any], options: InitializationOptions) -> bool:
+        """Called with each message pygls sends (as JSON), and the options the server took: True to withhold
+        it, the answer already sent. pygls's answer is stored for the next launch (with what the options gave),
+        or replaces a stored one that differs."""
         if self.done or "method" in wire or wire.get("id") != self.request_id:
             return False
         self.done = True
         early = self.answered is not None
-        if "result" in wire and wire["result"] != self.answered:
-            if early:
+        if "result" in wire:
+            if early and wire["result"] != self.answered:
                 log.warning("the stored answer to initialize differed from the server's; it is replaced")
-            self._store(wire["result"])
+            self._store(wire["result"], Served(str(options.root()), bool(options.stores)))
         elif "error" in wire and early:
             log.error("initialize was answered early but the server refused it: %s", wire["error"])
-            self._store(None)
+            self._store(None, None)
         return early
 
-    def _store(self, result: Any) -> None:
+    def _store(self, result: Any, served: Served | None) -> None:
         path = _cache_file()
         if path is None or self.key is None:
             return
         entries = load_json_dict(path)
-        entries.pop(self.key, None)
-        if result is not None:
-            entries[self.key] = {"result": result}
-        save_json(path, dict(list(entries.items())[-KEEP:]))
+        entry = entries.pop(self.key, None)
+        if result is not None and served is not None and self.options_key is not None:
+            same = isinstance(entry, dict) and entry.get("result") == result
+            options = entry.get("options") if same and isinstance(entry, dict) else None
+            known = {k: v for k, v in options.items() if k != self.options_key} if isinstance(options, dict) else {}
+            known[self.options_key] = served._asdict()
+            entries[self.key] = {"result": result, "options": dict(list(known.items())[-KEEP:])}
+        if entries.get(self.key) != entry:
+            save_json(path, dict(list(entries.items())[-KEEP:]))
+
+
+def _served(stored: dict[str, Any], options_key: str | None) -> Served | None:
+    """What these options gave when the server took them before (so they need not be parsed again)."""
+    known = stored.get("options")
+    found = known.get(options_key) if isinstance(known, dict) and options_key else None
+    if isinstance(found, dict) and isinstance(found.get("root"), str) and isinstance(found.get("stores"), bool):
+        return Served(found["root"], found["stores"])
+    return None
+
+
+def _parsed(raw_options: Any, defaults: Callable[[], InitializationOptions]) -> Served | None:
+    """What options never seen before give, parsed as the server will (None: it will refuse them)."""
+    from server.lsp.options import InitializationOptions
+
+    try:
+        options = InitializationOptions.parse(raw_options, defaults=defaults())
+    except InvalidArgument:
+        return None
+    return Served(str(options.root()), bool(options.stores))
 
 
 def _send(stdout: BinaryIO, request_id: Any, result: Any) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode()
+    _send_json(stdout, request_id, json.dumps(result).encode())
+
+
+def _send_json(stdout: BinaryIO, request_id: Any, result: bytes) -> None:
+    """An answer whose result is JSON already."""
+    body = b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (json.dumps(request_id).encode(), result)
     stdout.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
     stdout.flush()
 
 
-def _answer_kept(reader: FrameReader, stdout: BinaryIO, options: InitializationOptions) -> bytes:
+def _answer_kept(reader: FrameReader, stdout: BinaryIO, root: Path) -> bytes:
     """Answer the requests that follow `initialize` from the answers kept for the folder as it is now, until
     one is not kept (`server.lsp.answers`); the bytes of the frames taken and not answered (`initialized`, and
     the frame that ended this), for the server to read first."""
-    if options.stores:
-        return b""  # store sessions change with their databases, not with the folder
     from server.lsp.answers import answer_key, kept_answer
     from storage.folderstamp import stamp_folder
 
-    root = options.root()
     stamp = None
     taken = b""
     while True:
@@ -166,4 +218,4 @@ def _answer_kept(reader: FrameReader, stdout: BinaryIO, options: InitializationO
         result = kept_answer(key, stamp) if stamp is not None else None
         if result is None:
             return taken + frame.raw
-        _send(stdout, request_id, result)
+        _send_json(stdout, request_id, result)

@@ -137,9 +137,13 @@ class SessionProtocol(LanguageServerProtocol):
     def _send_data(self, data: Any) -> None:
         early = self.early
         if early is not None and not early.done and data:
-            if early.takes(json.loads(json.dumps(data, default=self._serialize_message))):
+            if early.takes(json.loads(json.dumps(data, default=self._serialize_message)), self.served_options()):
                 return  # the client has this answer already
         super()._send_data(data)
+
+    def served_options(self) -> InitializationOptions:
+        server = self._server
+        return server.options if isinstance(server, SessionServer) else InitializationOptions()
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         bad = _malformed(data)
