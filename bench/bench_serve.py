@@ -110,6 +110,8 @@ def one_launch(projects: Path, cache: Path) -> dict[str, float]:
         t_again, again = launch.call("workspace/diagnostic", {"previousResultIds": []})
         if launch.indexed is not None and launch.indexed < t_again:
             break
+        if "error" in again or time.perf_counter() - launch.t0 > 3600:
+            raise RuntimeError(f"the server did not index the folder: {str(again)[:300]}")
         time.sleep(0.5)
     if again["result"] != diags["result"]:
         t_diag, diags = t_again, again
@@ -130,7 +132,7 @@ def main() -> None:
     ap.add_argument("--projects", type=Path, default=None, help="an existing projects folder instead of --mb")
     ap.add_argument("--runs", type=int, default=3, help="warm launches (the best is shown)")
     args = ap.parse_args()
-    projects = args.projects or projects_for(args)
+    projects = (args.projects or projects_for(args)).resolve()  # the server takes only absolute folders
     files = sorted(projects.rglob("*.jsonl"))
     size = sum(f.stat().st_size for f in files)
     runs = 1 if size > 2**30 else args.runs  # one bare parse of a folder this size is long enough
