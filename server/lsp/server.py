@@ -638,6 +638,7 @@ async def workspace_diagnostic(ls: SessionServer, params: lsp.WorkspaceDiagnosti
 
 
 @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+@server.thread()  # the first hover of a file builds its tree view
 def text_document_hover(ls: SessionServer, params: lsp.HoverParams) -> lsp.Hover | None:
     path = _path(params.text_document.uri)
     view = ls.view_of(path)
