@@ -6,6 +6,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 CHAIN_TYPES = frozenset({"user", "assistant", "attachment", "system"})
 """Row types a conversation chain is made of (see `Row.is_chain_row`)."""
 MESSAGE_TYPES = frozenset({"user", "assistant"})
@@ -63,6 +65,18 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def parent_link(value: Any) -> str | None:
+    """`parentUuid` as the CLI follows it: a falsy value (null, absent, `""`, `false`, `0`) makes a root;
+    any other value that is not a string (a number, `true`, an object, an array) is a parent no row has,
+    so the walk goes on by the timestamp fallback as for a dangling uuid (seen with CLI 2.1.328,
+    tests/corpus/mutations). Such a parent reads `<not a uuid: ...>`, which no row's uuid can equal."""
+    if value.__class__ is str:
+        return value or None
+    if not value:
+        return None
+    return f"<not a uuid: {orjson.dumps(value).decode()}>"
+
+
 _intern = sys.intern
 
 
@@ -80,7 +94,7 @@ def row_from_entry(entry: dict[str, Any], line: int, offset: int, length: int) -
         length,
         etype if etype.__class__ is str else None,
         uid if uid.__class__ is str else None,
-        parent if parent.__class__ is str else None,
+        parent if parent.__class__ is str and parent else parent_link(parent),
         order=line,
         timestamp=ts if ts.__class__ is str else None,
         session_id=_intern(sid) if sid.__class__ is str else None,

@@ -250,6 +250,34 @@ def parent_number(data: bytes, rng: random.Random) -> Mutated | None:
     return _edit_row(data, rng, lambda e: e.__setitem__("parentUuid", 7))
 
 
+def parent_array(data: bytes, rng: random.Random) -> Mutated | None:
+    return _edit_row(data, rng, lambda e: e.__setitem__("parentUuid", [e.get("parentUuid")]))
+
+
+def parent_true(data: bytes, rng: random.Random) -> Mutated | None:
+    return _edit_row(data, rng, lambda e: e.__setitem__("parentUuid", True))
+
+
+def parent_empty(data: bytes, rng: random.Random) -> Mutated | None:
+    return _edit_row(data, rng, lambda e: e.__setitem__("parentUuid", ""))
+
+
+def parent_false(data: bytes, rng: random.Random) -> Mutated | None:
+    return _edit_row(data, rng, lambda e: e.__setitem__("parentUuid", False))
+
+
+def parent_zero(data: bytes, rng: random.Random) -> Mutated | None:
+    return _edit_row(data, rng, lambda e: e.__setitem__("parentUuid", 0))
+
+
+def parent_missing(data: bytes, rng: random.Random) -> Mutated | None:
+    return _edit_row(data, rng, lambda e: e.pop("parentUuid", None))
+
+
+def uuid_object(data: bytes, rng: random.Random) -> Mutated | None:
+    return _edit_row(data, rng, lambda e: e.__setitem__("uuid", {"uuid": e.get("uuid")}))
+
+
 def _some_uuid(data: bytes, rng: random.Random) -> str:
     lines = _lines(data)
     entry = _entry(lines[rng.choice(_chain_rows(lines))])
@@ -276,6 +304,13 @@ def custom_title_odd(data: bytes, rng: random.Random) -> Mutated | None:
     bare = _dump({"type": "custom-title", "customTitle": "title without a session"})
     out = _insert_lines(first + b"\n" + data, rng, [middle, bare], bad=False)
     return Mutated(out.data)
+
+
+def dangling_last_prompt(data: bytes, rng: random.Random) -> Mutated | None:
+    """A `last-prompt` row at the end whose leaf is no row of the file."""
+    nowhere = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    row = {"type": "last-prompt", "lastPrompt": "gone", "leafUuid": nowhere, "sessionId": _session_id(data)}
+    return Mutated(data + _dump(row) + b"\n")
 
 
 def metadata_only(data: bytes, rng: random.Random) -> Mutated | None:
@@ -317,9 +352,17 @@ MUTATIONS: dict[str, Mutation] = {
     "uuid-number": uuid_number,
     "parent-object": parent_object,
     "parent-number": parent_number,
+    "parent-array": parent_array,
+    "parent-true": parent_true,
+    "parent-empty": parent_empty,
+    "parent-false": parent_false,
+    "parent-zero": parent_zero,
+    "parent-missing": parent_missing,
+    "uuid-object": uuid_object,
     "summary-first": summary_first,
     "summary-middle": summary_middle,
     "custom-title-odd": custom_title_odd,
+    "dangling-last-prompt": dangling_last_prompt,
     "metadata-only": metadata_only,
 }
 

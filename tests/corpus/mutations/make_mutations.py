@@ -35,7 +35,8 @@ from storage.paths import project_folder_name  # noqa: E402
 
 BASE = Path("/tmp/slsp-mutations")
 SYSTEM = "Scripted test model. Be brief."
-FLAGS = ["--system-prompt", SYSTEM, "--tools", "Read,Glob,Grep"]
+FLAGS = ["--system-prompt", SYSTEM, "--tools", "Read,Glob,Grep,Agent"]
+"""Agent among the tools: 2.1.328 sends an old `Task` call as `Agent` only when it has that tool."""
 SOURCES = {
     # a compacted session, resumed bare
     "extra/projects/-tmp-slsp-extra-work/e1111111-1111-4111-8111-111111111111.jsonl": True,
