@@ -28,6 +28,7 @@ REPO = TESTS.parent
 sys.path[:0] = [str(REPO), str(TESTS)]
 
 from mutations import MUTATIONS, case_id, mutate  # noqa: E402
+from oracle import condensed  # noqa: E402
 from realcli import find_claude, run_claude  # noqa: E402
 from scripted_api import ScriptedModelServer  # noqa: E402
 
@@ -64,8 +65,10 @@ def sent_before_prompt(messages: list[dict[str, Any]], sid: str) -> list[dict[st
     return messages[: hits[-1]] if hits else None
 
 
-def run_case(model: ScriptedModelServer, rel: str, mutation: str, log: list[str]) -> dict[str, Any] | None:
-    from oracle import condensed
+def run_case(
+    model: ScriptedModelServer, rel: str, mutation: str, log: list[str], base: Path = BASE
+) -> dict[str, Any] | None:
+    """Resume the damaged copy of `rel` with the real CLI (in a fresh folder under `base`): its case."""
 
     data = (TESTS / "corpus" / rel).read_bytes()
     source_sid = Path(rel).stem
@@ -74,7 +77,7 @@ def run_case(model: ScriptedModelServer, rel: str, mutation: str, log: list[str]
         return None
     sid = case_id(source_sid, mutation)
     cwd = source_cwd(data)
-    config = BASE / sid / "config"
+    config = base / sid / "config"
     folder = config / "projects" / project_folder_name(cwd)
     folder.mkdir(parents=True)
     (folder / f"{sid}.jsonl").write_bytes(out.data)
@@ -87,7 +90,7 @@ def run_case(model: ScriptedModelServer, rel: str, mutation: str, log: list[str]
         cwd=cwd,
         config_dir=config,
         base_url=model.base_url,
-        home=BASE / sid / "home",
+        home=base / sid / "home",
         timeout=180,
         allowed_tools=None,
     )
