@@ -25,13 +25,18 @@ CASES: dict[str, dict[str, Any]] = json.loads((ROOT / "cases.json").read_text(en
 REQUESTS = load_requests(ROOT / "api-requests.jsonl")
 
 
+def case_path(case: dict[str, Any], projects: Path) -> Path:
+    """Where the damaged copy lay in the CLI's projects folder (its cwd's project folder)."""
+    return projects / project_folder_name(case["cwd"]) / f"{case['sessionId']}.jsonl"
+
+
 def rebuild(case: dict[str, Any], projects: Path) -> Path:
     """The damaged copy the CLI resumed, at the place it had in the CLI's projects folder."""
     source = TESTS / "corpus" / case["source"]
     out = mutate(source.read_bytes(), source.stem, case["mutation"])
     assert out is not None
     assert (hashlib.sha256(out.data).hexdigest(), len(out.data)) == (case["sha256"], case["size"])
-    path = projects / project_folder_name(case["cwd"]) / f"{case['sessionId']}.jsonl"
+    path = case_path(case, projects)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(out.data)
     return path
