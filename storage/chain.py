@@ -11,10 +11,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from storage.reader import read_entries
-from storage.rows import Row
+from storage.rows import CHAIN_TYPES, Row
 from storage.transcript import Transcript
 
 FALLBACK_SECONDS = 5.0
+WALKED = CHAIN_TYPES | {"progress"}
+"""Row types the CLI links a conversation through (progress rows are bridged, never sent)."""
 
 
 @dataclass
@@ -280,27 +282,31 @@ def relink_preserved(t: Transcript, chain: Chain) -> None:
 
 
 def resume_view(t: Transcript) -> Transcript:
-    """The rows and links `claude --resume` walks. When the file's last compact boundary keeps a preserved
-    segment, CLI 2.1.328 drops every row before that boundary but the segment, hangs the segment's head
-    from the anchor (the summary) and the anchor's other children from its tail; a walk that misses the
-    summary (a torn or lost line) or the boundary (a parent that points nowhere) therefore never reaches
-    the rows before the compaction (tests/corpus/mutations). Else `t` itself. `t` is not changed: a row
-    whose parent moves is a copy."""
+    """The rows and links `claude --resume` walks (CLI 2.1.328, tests/corpus/mutations); `t` itself when
+    they are the file's. Only conversation rows (and progress rows) are in it: a row with a uuid but
+    another `type` (a number, an unknown name) is a missing parent. When the file's last compact boundary
+    keeps a preserved segment, every row before that boundary is gone but the segment, whose head hangs
+    from the anchor (the summary) and whose tail takes the anchor's other children: a walk that misses
+    the summary (a torn line) or the boundary (a parent that points nowhere) never reaches the rows before
+    the compaction. `t` is not changed: a row whose parent moves is a copy."""
+    odd = any(row.type not in WALKED for row in t.nodes.values())
     last = next((r for r in reversed(t.rows) if r.is_compact_boundary), None)
     boundary = t.nodes.get(last.uuid or "", last) if last is not None else None
-    if boundary is None or boundary.preserved is None or not boundary.preserved[0]:
-        return t
-    segment = preserved_segment(t, boundary)
-    if not segment:
-        return t
-    anchor, head = boundary.preserved[0], segment[0].uuid
-    links = {head: anchor, **{row.uuid: prev.uuid for prev, row in zip(segment, segment[1:])}}
-    kept = set(links)
+    segment = preserved_segment(t, boundary) if boundary is not None and boundary.preserved else []
+    if not segment or boundary is None or boundary.preserved is None or not boundary.preserved[0]:
+        if not odd:
+            return t
+        boundary, segment = None, []
+    links: dict[str | None, str | None] = {}
+    anchor = None
+    if boundary is not None and boundary.preserved is not None:
+        anchor = boundary.preserved[0]
+        links = {segment[0].uuid: anchor, **{row.uuid: prev.uuid for prev, row in zip(segment, segment[1:])}}
     view = Transcript(path=t.path, problems=t.problems, torn_tail=t.torn_tail, duplicates=t.duplicates)
     for uid, row in t.nodes.items():
-        if row.order < boundary.order and uid not in kept:
+        if row.type not in WALKED or (boundary is not None and row.order < boundary.order and uid not in links):
             continue
-        parent = links[uid] if uid in links else segment[-1].uuid if row.parent == anchor else row.parent
+        parent = links[uid] if uid in links else segment[-1].uuid if anchor and row.parent == anchor else row.parent
         view.nodes[uid] = row if parent == row.parent else replace(row, parent=parent)
     view.rows = [r for r in t.rows if r.uuid is None or r.uuid in view.nodes]
     return view

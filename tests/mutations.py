@@ -278,6 +278,23 @@ def uuid_object(data: bytes, rng: random.Random) -> Mutated | None:
     return _edit_row(data, rng, lambda e: e.__setitem__("uuid", {"uuid": e.get("uuid")}))
 
 
+def type_number(data: bytes, rng: random.Random) -> Mutated | None:
+    return _edit_row(data, rng, lambda e: e.__setitem__("type", 5))
+
+
+def timestamp_number(data: bytes, rng: random.Random) -> Mutated | None:
+    return _edit_row(data, rng, lambda e: e.__setitem__("timestamp", 1764000000000))
+
+
+def sidechain_string(data: bytes, rng: random.Random) -> Mutated | None:
+    return _edit_row(data, rng, lambda e: e.__setitem__("isSidechain", "true"))
+
+
+def message_string(data: bytes, rng: random.Random) -> Mutated | None:
+    """A conversation row whose `message` is a string instead of an object."""
+    return _edit_row(data, rng, lambda e: e.__setitem__("message", "just a string"))
+
+
 def _some_uuid(data: bytes, rng: random.Random) -> str:
     lines = _lines(data)
     entry = _entry(lines[rng.choice(_chain_rows(lines))])
@@ -359,6 +376,10 @@ MUTATIONS: dict[str, Mutation] = {
     "parent-zero": parent_zero,
     "parent-missing": parent_missing,
     "uuid-object": uuid_object,
+    "type-number": type_number,
+    "timestamp-number": timestamp_number,
+    "sidechain-string": sidechain_string,
+    "message-string": message_string,
     "summary-first": summary_first,
     "summary-middle": summary_middle,
     "custom-title-odd": custom_title_odd,

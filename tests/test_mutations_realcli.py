@@ -20,6 +20,7 @@ LIVE = [
     "55555555/parent-number",  # a number as parentUuid: the walk goes on by the 5 s fallback
     "10000001/duplicate-row",  # a row copied to the end of a file without last-prompt: the leaf
     "e1111111/cut-multibyte-middle",  # the compact summary cut mid-character: rows before the boundary gone
+    "55555555/type-number",  # a reply whose type is a number: the walk stops above it
     "e4444444/duplicate-row",  # a killed session whose first attachment is copied to its end: the leaf
 ]
 

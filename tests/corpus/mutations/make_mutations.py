@@ -132,7 +132,8 @@ def main(argv: list[str]) -> int:
                     recorded[f"{Path(rel).stem[:8]}/{mutation}"] = case
                     print(log[-2], flush=True)
     write_cases(recorded)
-    (HERE / "steps.log").write_text("\n".join(log) + "\n", encoding="utf-8")
+    with (HERE / "steps.log").open("a" if argv else "w", encoding="utf-8") as f:
+        f.write("\n".join(log) + "\n")
     print(f"wrote {HERE}: {len(recorded)} cases")
     return 0
 
