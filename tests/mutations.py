@@ -388,6 +388,40 @@ MUTATIONS: dict[str, Mutation] = {
 }
 
 
+COMBINABLE = [name for name in MUTATIONS if not name.startswith("huge-") and name != "metadata-only"]
+"""Mutations a combination draws from (the 5 MB lines and the metadata-only file stand alone)."""
+
+
+def unreadable_lines(data: bytes) -> list[int]:
+    """1-based lines that are not rows when read as the CLI reads (UTF-8 with replacement, then strict
+    JSON): for combinations, whose damaged lines move as later mutations insert and delete lines."""
+    bad = []
+    for n, line in enumerate(data.removeprefix(b"\xef\xbb\xbf").split(b"\n"), 1):
+        text = line.decode("utf-8", "replace")
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError:
+            bad.append(n)
+            continue
+        if not isinstance(value, dict):
+            bad.append(n)
+    return bad
+
+
+def combination(data: bytes, rng: random.Random) -> Mutated | None:
+    """Three mutations drawn from `COMBINABLE`, one after the other (a folder that had a bad year)."""
+    for name in rng.sample(COMBINABLE, 3):
+        out = MUTATIONS[name](data, rng)
+        if out is not None:
+            data = out.data
+    return Mutated(data, unreadable_lines(data))
+
+
+MUTATIONS.update({f"combination-{n}": combination for n in range(1, 9)})
+
+
 def case_id(source_sid: str, mutation: str) -> str:
     """The session id a mutated copy is resumed under (a fresh id per source and mutation)."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"session-lsp-mutation:{source_sid}:{mutation}"))
