@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 CHAIN_TYPES = frozenset({"user", "assistant", "attachment", "system"})
 """Row types a conversation chain is made of (see `Row.is_chain_row`)."""
@@ -66,15 +65,20 @@ def _str(value: Any) -> str | None:
 
 
 def parent_link(value: Any) -> str | None:
-    """`parentUuid` as the CLI follows it: a falsy value (null, absent, `""`, `false`, `0`) makes a root;
-    any other value that is not a string (a number, `true`, an object, an array) is a parent no row has,
-    so the walk goes on by the timestamp fallback as for a dangling uuid (seen with CLI 2.1.328,
-    tests/corpus/mutations). Such a parent reads `<not a uuid: ...>`, which no row's uuid can equal."""
+    """`parentUuid` as the CLI follows it: a value JavaScript takes as false (null, absent, `""`, `false`,
+    `0`) makes a root; any other value that is not a string (a number, `true`, an object or array, even
+    an empty one) is a parent no row has, so the walk goes on by the timestamp fallback as for a dangling
+    uuid (seen with CLI 2.1.328, tests/corpus/mutations). Such a parent reads `<not a uuid: ...>`, which
+    no row's uuid can equal."""
     if value.__class__ is str:
         return value or None
-    if not value:
+    if value is None or value is False or (value.__class__ in (int, float) and (value == 0 or value != value)):
         return None
-    return f"<not a uuid: {orjson.dumps(value).decode()}>"
+    try:
+        shown = json.dumps(value, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):
+        shown = type(value).__name__
+    return f"<not a uuid: {shown}>"
 
 
 _intern = sys.intern

@@ -254,6 +254,30 @@ def parent_array(data: bytes, rng: random.Random) -> Mutated | None:
     return _edit_row(data, rng, lambda e: e.__setitem__("parentUuid", [e.get("parentUuid")]))
 
 
+def parent_empty_array(data: bytes, rng: random.Random) -> Mutated | None:
+    return _edit_row(data, rng, lambda e: e.__setitem__("parentUuid", []))
+
+
+def parent_empty_object(data: bytes, rng: random.Random) -> Mutated | None:
+    return _edit_row(data, rng, lambda e: e.__setitem__("parentUuid", {}))
+
+
+def parent_huge_number_lenient(data: bytes, rng: random.Random) -> Mutated | None:
+    """A `parentUuid` beyond 64 bits on a line that only a lenient reader takes (an invalid UTF-8 byte)."""
+    lines = _lines(data)
+    spot = _body_spot(lines, rng)
+    if spot is None:
+        return None
+    at, pos = spot
+    entry = _entry(lines[at])
+    assert entry is not None
+    line = lines[at][:pos] + b"\xff " + lines[at][pos:]
+    lines[at] = line.replace(
+        b'"parentUuid":' + json.dumps(entry.get("parentUuid")).encode(), b'"parentUuid":' + b"9" * 30, 1
+    )
+    return Mutated(_join(lines))
+
+
 def parent_true(data: bytes, rng: random.Random) -> Mutated | None:
     return _edit_row(data, rng, lambda e: e.__setitem__("parentUuid", True))
 
@@ -371,6 +395,9 @@ MUTATIONS: dict[str, Mutation] = {
     "parent-number": parent_number,
     "parent-array": parent_array,
     "parent-true": parent_true,
+    "parent-empty-array": parent_empty_array,
+    "parent-empty-object": parent_empty_object,
+    "parent-huge-number-lenient": parent_huge_number_lenient,
     "parent-empty": parent_empty,
     "parent-false": parent_false,
     "parent-zero": parent_zero,
@@ -388,8 +415,15 @@ MUTATIONS: dict[str, Mutation] = {
 }
 
 
-COMBINABLE = [name for name in MUTATIONS if not name.startswith("huge-") and name != "metadata-only"]
-"""Mutations a combination draws from (the 5 MB lines and the metadata-only file stand alone)."""
+COMBINABLE = (
+    "torn-tail cut-multibyte-tail cut-multibyte-middle raw-nul escaped-nul invalid-utf8 duplicate-row "
+    "duplicate-row-changed swap-rows shuffle-rows dangling-parent delete-middle-row crlf bom empty-lines "
+    "not-objects uuid-number parent-object parent-number parent-array parent-true parent-empty parent-false "
+    "parent-zero parent-missing uuid-object type-number timestamp-number sidechain-string message-string "
+    "summary-first summary-middle custom-title-odd dangling-last-prompt"
+).split()
+"""Mutations a combination draws from, fixed so that a new mutation leaves the recorded combinations as
+they are (the 5 MB lines and the metadata-only file stand alone)."""
 
 
 def unreadable_lines(data: bytes) -> list[int]:

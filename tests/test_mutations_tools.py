@@ -1,4 +1,4 @@
-"""One projects folder holding every damaged copy of tests/corpus/mutations (180 files, eight of them over
+"""One projects folder holding every damaged copy of tests/corpus/mutations (192 files, eight of them over
 5 MB): `chain --json`, `check --json`, `list --json`, `search --json` and the server's `workspace/diagnostic`
 over stdio read it whole. `chain` gives what the real CLI sent; every line that is not a row is reported at
 its own line; every copy the real CLI resumed is listed; search points at lines that hold the words; the
@@ -30,6 +30,7 @@ GUARD = 120
 LINE_CODES = {"invalid-json", "torn-tail"}
 TORN = "e1111111/torn-tail"
 PARENTS = {"parent-number": True, "parent-object": True, "parent-array": True, "parent-true": True,
+           "parent-empty-array": True, "parent-empty-object": True, "parent-huge-number-lenient": True,
            "parent-empty": False, "parent-false": False, "parent-zero": False}  # fmt: skip
 """Mutations of `parentUuid`, and whether the row then has a parent that is missing (else it is a root)."""
 
@@ -38,7 +39,7 @@ def dangling_lines(path: Path, mutation: str) -> list[int]:
     """The 1-based line of the row whose `parentUuid` the mutation changed, when it is now a missing parent."""
     lines = path.read_bytes().split(b"\n")
     odd = [n + 1 for n, line in enumerate(lines) if line.startswith(b'{"parentUuid":') and
-           not isinstance(json.loads(line)["parentUuid"], str | None)]  # fmt: skip
+           not isinstance(json.loads(line.decode(errors="replace"))["parentUuid"], str | None)]  # fmt: skip
     if mutation == "parent-empty":
         odd = [n + 1 for n, line in enumerate(lines) if line.startswith(b'{"parentUuid":""')]
     assert len(odd) == 1, path
