@@ -355,9 +355,9 @@ def _pair_tools(msgs: list[_Msg]) -> list[_Msg]:
                 if not had:
                     continue
                 m.content = [{"type": "text", "text": ORPHANED_RESULT}]
-        prev = out[-1] if out else None
+        prev = next((o for o in reversed(out) if o.role != "system"), None)
         if prev is not None and prev.role == "user" and m.role == "user" and _was_split(msgs, prev, m):
-            prev.content = _join_user(prev.content, m.content)
+            prev.content = _join_user(prev.content, m.content)  # a system message between stays after
             prev.uuids += m.uuids
             continue
         out.append(m)
@@ -365,9 +365,11 @@ def _pair_tools(msgs: list[_Msg]) -> list[_Msg]:
 
 
 def _was_split(before: list[_Msg], a: _Msg, b: _Msg) -> bool:
-    """True when something between `a` and `b` was dropped (they were not neighbours)."""
+    """True when a message other than a system message between `a` and `b` was dropped (so they were
+    not neighbours): the CLI 2.1.328 then merges them, a system message between them staying after."""
     ia = next(i for i, m in enumerate(before) if m is a)
-    return ia + 1 < len(before) and before[ia + 1] is not b
+    ib = next(i for i, m in enumerate(before) if m is b)
+    return any(before[k].role != "system" for k in range(ia + 1, ib))
 
 
 def _effort_statement(msgs: list[_Msg]) -> None:
