@@ -281,6 +281,16 @@ def relink_preserved(t: Transcript, chain: Chain) -> None:
     chain.preserved = segment
 
 
+def _kept_compaction(t: Transcript) -> tuple[Row, list[Row]] | None:
+    """The file's last compact boundary and the segment it preserved, when it preserved one."""
+    last = next((r for r in reversed(t.rows) if r.is_compact_boundary), None)
+    boundary = t.nodes.get(last.uuid or "", last) if last is not None else None
+    if boundary is None or boundary.preserved is None or not boundary.preserved[0]:
+        return None
+    segment = preserved_segment(t, boundary)
+    return (boundary, segment) if segment else None
+
+
 def resume_view(t: Transcript) -> Transcript:
     """The rows and links `claude --resume` walks (CLI 2.1.328, tests/corpus/mutations); `t` itself when
     they are the file's. Only conversation rows (and progress rows) are in it: a row with a uuid but
@@ -289,24 +299,20 @@ def resume_view(t: Transcript) -> Transcript:
     from the anchor (the summary) and whose tail takes the anchor's other children: a walk that misses
     the summary (a torn line) or the boundary (a parent that points nowhere) never reaches the rows before
     the compaction. `t` is not changed: a row whose parent moves is a copy."""
-    odd = any(row.type not in WALKED for row in t.nodes.values())
-    last = next((r for r in reversed(t.rows) if r.is_compact_boundary), None)
-    boundary = t.nodes.get(last.uuid or "", last) if last is not None else None
-    segment = preserved_segment(t, boundary) if boundary is not None and boundary.preserved else []
-    if not segment or boundary is None or boundary.preserved is None or not boundary.preserved[0]:
-        if not odd:
-            return t
-        boundary, segment = None, []
+    kept = _kept_compaction(t)
+    if kept is None and all(row.type in WALKED for row in t.nodes.values()):
+        return t
+    cut, anchor, tail = -1, None, None
     links: dict[str | None, str | None] = {}
-    anchor = None
-    if boundary is not None and boundary.preserved is not None:
-        anchor = boundary.preserved[0]
+    if kept is not None:
+        boundary, segment = kept
+        cut, anchor, tail = boundary.order, boundary.preserved[0] if boundary.preserved else None, segment[-1].uuid
         links = {segment[0].uuid: anchor, **{row.uuid: prev.uuid for prev, row in zip(segment, segment[1:])}}
     view = Transcript(path=t.path, problems=t.problems, torn_tail=t.torn_tail, duplicates=t.duplicates)
     for uid, row in t.nodes.items():
-        if row.type not in WALKED or (boundary is not None and row.order < boundary.order and uid not in links):
+        if row.type not in WALKED or (row.order < cut and uid not in links):
             continue
-        parent = links[uid] if uid in links else segment[-1].uuid if anchor and row.parent == anchor else row.parent
+        parent = links[uid] if uid in links else tail if anchor and row.parent == anchor else row.parent
         view.nodes[uid] = row if parent == row.parent else replace(row, parent=parent)
     view.rows = [r for r in t.rows if r.uuid is None or r.uuid in view.nodes]
     return view
