@@ -28,6 +28,8 @@ tests/corpus/extra/README.md and tests/test_apiform_rules.py):
   default; every empty system message in a real request is such a carrier.
 - A chain that ends with a user message gets the assistant "No response requested."
 - A `Task` call (the subagent tool before 2.1) goes as `Agent`; other old tool names stay.
+- A user message left with nothing once its tool results lost their calls (a chain that starts at a
+  tool result) goes as the CLI's orphaned-result placeholder.
 - Whether system reminders go as system messages (and the effort carrier is sent) follows the
   model the session continues with: :mod:`storage.models`.
 """
@@ -56,7 +58,10 @@ CONTINUE = "Continue from where you left off."
 RENAMED_TOOLS = {"Task": "Agent"}
 """Old tool names that 2.1.328 sends under the current name on resume. Only `Task` is: the real CLI
 sent 1.0.x and 2.0.x `Task` calls as `Agent` but kept `KillBash` and `KillShell` (although its
-table of legacy names maps those to `TaskStop`), see tests/corpus/versions."""
+table of legacy names maps those to `TaskStop`), see tests/corpus/versions. (A CLI run without the
+Agent tool, e.g. `--tools Read`, sends `Task` as recorded: the name comes from the tool it has.)"""
+ORPHANED_RESULT = "[Orphaned tool result removed due to conversation resume]"
+"""What 2.1.328 sends for a user message whose only content was tool results without their calls."""
 INTERRUPTED = (
     "[Tool call interrupted: the session ended before this call's result was recorded, so its "
     "outcome is unknown. Check whether it took effect before relying on it or running it again.]"
@@ -344,12 +349,15 @@ def _pair_tools(msgs: list[_Msg]) -> list[_Msg]:
     out: list[_Msg] = []
     for m in kept:
         if m.role == "user":
-            m.content = [b for b in m.content if not (_is_result(b) and b.get("tool_use_id") not in called)]
+            had = m.content
+            m.content = [b for b in had if not (_is_result(b) and b.get("tool_use_id") not in called)]
             if not m.content:
-                continue
-        prev = out[-1] if out else None
+                if not had:
+                    continue
+                m.content = [{"type": "text", "text": ORPHANED_RESULT}]
+        prev = next((o for o in reversed(out) if o.role != "system"), None)
         if prev is not None and prev.role == "user" and m.role == "user" and _was_split(msgs, prev, m):
-            prev.content = _join_user(prev.content, m.content)
+            prev.content = _join_user(prev.content, m.content)  # a system message between stays after
             prev.uuids += m.uuids
             continue
         out.append(m)
@@ -357,9 +365,11 @@ def _pair_tools(msgs: list[_Msg]) -> list[_Msg]:
 
 
 def _was_split(before: list[_Msg], a: _Msg, b: _Msg) -> bool:
-    """True when something between `a` and `b` was dropped (they were not neighbours)."""
+    """True when a message other than a system message between `a` and `b` was dropped (so they were
+    not neighbours): the CLI 2.1.328 then merges them, a system message between them staying after."""
     ia = next(i for i, m in enumerate(before) if m is a)
-    return ia + 1 < len(before) and before[ia + 1] is not b
+    ib = next(i for i, m in enumerate(before) if m is b)
+    return any(before[k].role != "system" for k in range(ia + 1, ib))
 
 
 def _effort_statement(msgs: list[_Msg]) -> None:

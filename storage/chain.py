@@ -6,14 +6,17 @@ compact boundaries, recovery of orphaned parallel tool calls and results, preser
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from storage.reader import read_entries
-from storage.rows import Row
+from storage.rows import CHAIN_TYPES, Row
 from storage.transcript import Transcript
 
 FALLBACK_SECONDS = 5.0
+WALKED = CHAIN_TYPES | {"progress"}
+"""Row types the CLI links a conversation through (progress rows are bridged, never sent)."""
 
 
 @dataclass
@@ -79,15 +82,40 @@ def _descends_from(t: Transcript, row: Row, ancestor: str) -> bool:
     return False
 
 
+def _last_lines(t: Transcript) -> Iterator[Row]:
+    """Rows with a uuid from the file's last line up, each as its uuid's latest value: a uuid written
+    twice counts at its later line here (the CLI 2.1.328 took a row copied to the end of a file as
+    the last one, tests/corpus/mutations), although it keeps its first position in the walk."""
+    nodes = t.nodes
+    for row in reversed(t.rows):
+        if row.uuid is not None and row.uuid in nodes:
+            yield nodes[row.uuid]
+
+
+def _down_to_tip(t: Transcript, row: Row) -> Row:
+    """From `row` down through its latest child, as long as it has one: the last message line of a file
+    can be a copy of an earlier row, and the CLI 2.1.328 then resumed the branch below it."""
+    children: dict[str, list[Row]] = {}
+    for child in t.nodes.values():
+        if child.parent is not None and child.is_chain_row and not child.sidechain:
+            children.setdefault(child.parent, []).append(child)
+    seen: set[str] = set()
+    while row.uuid not in seen and (below := children.get(row.uuid or "")):
+        seen.add(row.uuid or "")
+        row = max(below, key=lambda r: r.order)
+    return row
+
+
 def choose_leaf(t: Transcript) -> Row | None:
     """Last existing `last-prompt.leafUuid` (but the file's last chain row when that row descends
     from it and the checkpoint is not explicit, as after a killed turn); else the last main-chain
-    user/assistant row; else the newest row that nothing points at."""
+    user/assistant line, followed down to the tip of its branch; else the newest row that nothing
+    points at."""
     nodes = t.nodes
     for row in reversed(t.rows):
         if row.type == "last-prompt" and row.leaf_uuid and row.leaf_uuid in nodes:
             pick = nodes[row.leaf_uuid]
-            last = next((r for r in reversed(nodes.values()) if r.is_chain_row and not r.sidechain), None)
+            last = next((r for r in _last_lines(t) if r.is_chain_row and not r.sidechain), None)
             if (
                 last is not None
                 and last is not pick
@@ -96,9 +124,9 @@ def choose_leaf(t: Transcript) -> Row | None:
             ):
                 pick = last
             return _to_message_row(t, pick)
-    for row in reversed(nodes.values()):  # dict order: first position of each uuid
+    for row in _last_lines(t):
         if row.is_message and not row.sidechain:
-            return row
+            return _to_message_row(t, _down_to_tip(t, row))
     parents = {r.parent for r in nodes.values() if r.parent}
     tips = [r for r in nodes.values() if r.is_chain_row and r.uuid not in parents]
     if not tips:
@@ -108,12 +136,13 @@ def choose_leaf(t: Transcript) -> Row | None:
 
 
 def _fallback_parent(t: Transcript, child: Row, seen: set[str]) -> Row | None:
-    """The newest earlier row of the same sidechain-ness at most 5 s older than `child`."""
+    """The newest earlier row of the same sidechain-ness at most 5 s older than `child` (the first of
+    several as new: a compact boundary before its summary, as CLI 2.1.328 picks)."""
     child_ts = parse_ts(child.timestamp)
     if child_ts is None:
         return None
     best: Row | None = None
-    best_key: tuple[float, int] = (float("-inf"), -1)
+    best_ts = float("-inf")
     for row in t.nodes.values():
         if row.order >= child.order or row.uuid in seen or not row.is_chain_row:
             continue
@@ -122,9 +151,8 @@ def _fallback_parent(t: Transcript, child: Row, seen: set[str]) -> Row | None:
         ts = parse_ts(row.timestamp)
         if ts is None or ts > child_ts or child_ts - ts > FALLBACK_SECONDS:
             continue
-        key = (ts, row.order)
-        if key > best_key:
-            best, best_key = row, key
+        if ts > best_ts:  # of rows written in the same millisecond, the first in the file
+            best, best_ts = row, ts
     return best
 
 
@@ -217,12 +245,11 @@ def recover_parallel(t: Transcript, chain: Chain) -> None:
         chain.recovered.extend(extra)
 
 
-def relink_preserved(t: Transcript, chain: Chain) -> None:
-    """After the chain's compact boundary, put the preserved rows right after their anchor."""
-    boundary = chain.boundary
-    if boundary is None or boundary.preserved is None:
-        return
-    anchor, head, tail, listed = boundary.preserved
+def preserved_segment(t: Transcript, boundary: Row) -> list[Row]:
+    """The rows a compact boundary keeps, head to tail (by their links, else as it lists them)."""
+    if boundary.preserved is None:
+        return []
+    _, head, tail, listed = boundary.preserved
     segment: list[Row] = []
     if head and tail and head in t.nodes and tail in t.nodes:
         cur: Row | None = t.nodes[tail]
@@ -236,10 +263,17 @@ def relink_preserved(t: Transcript, chain: Chain) -> None:
         segment.reverse()
         if not segment or segment[0].uuid != head:
             segment = []
-    if not segment:
-        segment = [t.nodes[u] for u in listed if u in t.nodes]
+    return segment or [t.nodes[u] for u in listed if u in t.nodes]
+
+
+def relink_preserved(t: Transcript, chain: Chain) -> None:
+    """After the chain's compact boundary, put the preserved rows right after their anchor."""
+    boundary = chain.boundary
+    if boundary is None or boundary.preserved is None:
+        return
+    anchor = boundary.preserved[0]
     present = {r.uuid for r in chain.rows}
-    segment = [r for r in segment if r.uuid not in present and r.type != "progress"]
+    segment = [r for r in preserved_segment(t, boundary) if r.uuid not in present and r.type != "progress"]
     if not segment:
         return
     at = next((i for i, r in enumerate(chain.rows) if r.uuid == anchor), 0)
@@ -247,12 +281,59 @@ def relink_preserved(t: Transcript, chain: Chain) -> None:
     chain.preserved = segment
 
 
+def _kept_compaction(t: Transcript) -> tuple[Row, list[Row]] | None:
+    """The file's last compact boundary and the segment it preserved, when it preserved one."""
+    last = next((r for r in reversed(t.rows) if r.is_compact_boundary), None)
+    boundary = t.nodes.get(last.uuid or "", last) if last is not None else None
+    if boundary is None or boundary.preserved is None or not boundary.preserved[0]:
+        return None
+    segment = preserved_segment(t, boundary)
+    return (boundary, segment) if segment else None
+
+
+def resume_view(t: Transcript) -> Transcript:
+    """The rows and links `claude --resume` walks (CLI 2.1.328, tests/corpus/mutations); `t` itself when
+    they are the file's. Only conversation rows (and progress rows) are in it: a row with a uuid but
+    another `type` (a number, an unknown name) is a missing parent. When the file's last compact boundary
+    keeps a preserved segment, every row before that boundary is gone but the segment, whose head hangs
+    from the anchor (the summary) and whose tail takes the anchor's other children: a walk that misses
+    the summary (a torn line) or the boundary (a parent that points nowhere) never reaches the rows before
+    the compaction. `t` is not changed: a row whose parent moves is a copy."""
+    kept = _kept_compaction(t)
+    if kept is None and all(row.type in WALKED for row in t.nodes.values()):
+        return t
+    cut, anchor, tail = -1, None, None
+    links: dict[str | None, str | None] = {}
+    if kept is not None:
+        boundary, segment = kept
+        cut, anchor, tail = boundary.order, boundary.preserved[0] if boundary.preserved else None, segment[-1].uuid
+        links = {segment[0].uuid: anchor, **{row.uuid: prev.uuid for prev, row in zip(segment, segment[1:])}}
+    view = Transcript(path=t.path, problems=t.problems, torn_tail=t.torn_tail, duplicates=t.duplicates)
+    for uid, row in t.nodes.items():
+        if row.type not in WALKED or (row.order < cut and uid not in links):
+            continue
+        parent = links[uid] if uid in links else tail if anchor and row.parent == anchor else row.parent
+        view.nodes[uid] = row if parent == row.parent else replace(row, parent=parent)
+    view.rows = [r for r in t.rows if r.uuid is None or r.uuid in view.nodes]
+    return view
+
+
 def build_chain(t: Transcript, leaf_uuid: str | None = None) -> Chain:
-    """The chain resume rebuilds, from `leaf_uuid` or the CLI's own leaf choice."""
+    """The chain resume rebuilds, from `leaf_uuid` or the CLI's own leaf choice (then over the rows and
+    links the CLI keeps after the last compaction, see `resume_view`)."""
+    view = t if leaf_uuid else resume_view(t)  # a row named (a fork point, a stretch of history): the file's links
     leaf = t.nodes.get(leaf_uuid) if leaf_uuid else choose_leaf(t)
+    if leaf is not None:
+        # chosen over the whole file, walked over what the CLI keeps: a leaf from before the last
+        # compaction gives an empty conversation (CLI 2.1.328 on a shuffled compacted file)
+        leaf = view.nodes.get(leaf.uuid or "")
     if leaf is None:
         return Chain(leaf=None)
-    chain = walk(t, leaf)
-    relink_preserved(t, chain)
-    recover_parallel(t, chain)
+    chain = walk(view, leaf)
+    if view is t:
+        relink_preserved(t, chain)
+    elif chain.boundary is not None:
+        kept = {r.uuid for r in preserved_segment(t, chain.boundary)}
+        chain.preserved = [r for r in chain.rows if r.uuid in kept]
+    recover_parallel(view, chain)
     return chain

@@ -96,7 +96,7 @@ def row_from_line(raw: bytes | memoryview, line: int, offset: int) -> Row | None
         len(raw),
         e.type,
         e.uuid,
-        e.parent,
+        e.parent or None,  # `""` is a root, as null is (see `storage.rows.parent_link`)
         e.logical_parent,
         e.subtype,
         e.timestamp,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,23 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def parent_link(value: Any) -> str | None:
+    """`parentUuid` as the CLI follows it: a value JavaScript takes as false (null, absent, `""`, `false`,
+    `0`) makes a root; any other value that is not a string (a number, `true`, an object or array, even
+    an empty one) is a parent no row has, so the walk goes on by the timestamp fallback as for a dangling
+    uuid (seen with CLI 2.1.328, tests/corpus/mutations). Such a parent reads `<not a uuid: ...>`, which
+    no row's uuid can equal."""
+    if value.__class__ is str:
+        return value or None
+    if value is None or value is False or (value.__class__ in (int, float) and (value == 0 or value != value)):
+        return None
+    try:
+        shown = json.dumps(value, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):
+        shown = type(value).__name__
+    return f"<not a uuid: {shown}>"
+
+
 _intern = sys.intern
 
 
@@ -80,7 +98,7 @@ def row_from_entry(entry: dict[str, Any], line: int, offset: int, length: int) -
         length,
         etype if etype.__class__ is str else None,
         uid if uid.__class__ is str else None,
-        parent if parent.__class__ is str else None,
+        parent if parent.__class__ is str and parent else parent_link(parent),
         order=line,
         timestamp=ts if ts.__class__ is str else None,
         session_id=_intern(sid) if sid.__class__ is str else None,
