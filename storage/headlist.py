@@ -2,14 +2,16 @@
 
 Every field a whole listing (`storage.sessions.list_sessions`) takes from a file's first and last 64 KiB is the
 same here: id, project, path, size, mtime, title, first prompt, cwd, created, leaf, branch, tag, subagents. What
-needs the whole file is left pending, as None, and named in `pending`: the message count and the usage always,
-and `forkedFrom` when the heads did not decide it (a copy made after a compaction, or one found only through
-where its first row lives, needs the whole of other files).
+needs the whole file is left pending, as None, and named in `pending`: the message count (unless `known` gives
+the file's whole summary, as the index database does for a file it holds unchanged), the usage, and `forkedFrom`
+when the heads did not decide it (a copy made after a compaction, or one found only through where its first row
+lives, needs the whole of other files).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,8 @@ from storage.sessions import SessionInfo, attach_legacy_agents, link_by_first_ro
 
 WHOLE_FILE_FIELDS = ("messageCount", "usage")
 """`sessions/list` fields that need every byte of a session's files."""
+Known = Callable[[Path, os.stat_result], SessionInfo | None]
+"""A session file's whole summary (its message count counted), when known without reading it; else None."""
 
 
 @dataclass
@@ -44,15 +48,23 @@ class HeadSession:
         return out
 
 
-def list_heads(projects_dir: Path, project_dirs: Iterable[Path] | None = None) -> list[HeadSession]:
-    """Every session under `projects_dir` (or only in `project_dirs`), newest first, read from heads and tails."""
+def list_heads(
+    projects_dir: Path, project_dirs: Iterable[Path] | None = None, *, known: Known | None = None
+) -> list[HeadSession]:
+    """Every session under `projects_dir` (or only in `project_dirs`), newest first, read from heads and tails
+    (or taken from `known`)."""
     dirs = list(project_dirs) if project_dirs is not None else list(iter_project_dirs(projects_dir))
     infos: list[SessionInfo] = []
+    counted: set[Path] = set()
     for d in dirs:
         in_dir: list[SessionInfo] = []
         for path in iter_session_files(d):
             try:
-                info = read_session_info(path, count=False)
+                info = known(path, os.stat(path)) if known is not None else None
+                if info is not None:
+                    counted.add(path)
+                else:
+                    info = read_session_info(path, count=False)
             except OSError:
                 continue
             if info.has_messages:  # as the whole listing: a file with no conversation is no session
@@ -63,7 +75,7 @@ def list_heads(projects_dir: Path, project_dirs: Iterable[Path] | None = None) -
     infos.sort(key=lambda s: s.modified_ts, reverse=True)
     out = []
     for info in infos:
-        pending = list(WHOLE_FILE_FIELDS)
+        pending = [f for f in WHOLE_FILE_FIELDS if f != "messageCount" or info.path not in counted]
         if info.forked_from is None:
             pending.append("forkedFrom")
         out.append(HeadSession(info, pending=pending))
