@@ -28,7 +28,6 @@ from pygls.exceptions import (
     JsonRpcInvalidRequest,
     JsonRpcServerNotInitialized,
 )
-from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
@@ -49,6 +48,7 @@ from server.lsp.early import EarlyInitialize
 from server.lsp.errors import to_jsonrpc
 from server.lsp.framing import FrameError, StreamReader, serve_frames
 from server.lsp.options import InitializationOptions
+from server.lsp.writer import FrameWriter
 from server.params import str_param
 from server.version import version
 from storage.access import resolve_target
@@ -229,7 +229,7 @@ class SessionServer(LanguageServer):
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
         """Serve stdio with strict framing; a bad frame ends the process with status 1."""
         self._stop_event = threading.Event()
-        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        self.protocol.set_writer(FrameWriter(stdout or sys.stdout.buffer))
         reader = StreamReader(stdin or sys.stdin.buffer)
         self._end_on_signals()
         code = 0
