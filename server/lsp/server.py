@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import logging
 import os
@@ -47,6 +48,7 @@ from server.index.storeset import StoreSet
 from server.lsp.early import EarlyInitialize
 from server.lsp.errors import to_jsonrpc
 from server.lsp.framing import FrameError, StreamReader, serve_frames
+from server.lsp.giveway import GiveWay
 from server.lsp.options import InitializationOptions
 from server.lsp.writer import FrameWriter
 from server.params import str_param
@@ -210,6 +212,8 @@ class SessionServer(LanguageServer):
         self.requests: SessionRequests | None = None
         self.watcher: Any = None
         self.ready = threading.Event()
+        self.give_way = GiveWay()
+        """Partial `sessions/list` answers being computed: the first index waits for them between files."""
         self.turns = TurnPool()
         self.search: SearchIndex | None = None
         """The full-text search database, opened on first use (`search_index`)."""
@@ -473,6 +477,7 @@ def _initial_scan(ls: SessionServer) -> None:
         have_progress = False
 
     def progress(done: int, total: int) -> None:
+        ls.give_way.wait()
         if have_progress and total and (done % 50 == 0 or done == total):
             read, size = ls.index.scan_bytes if ls.index is not None else (0, 0)
             share = read / size if size else done / total
@@ -735,8 +740,10 @@ WRITING_REQUESTS = {"sessions/fork"}
 def serve_request(ls: SessionServer, method: str, params: Any) -> dict[str, Any]:
     """Answer one of SESSION_REQUESTS; our errors become JSON-RPC errors (`server.lsp.errors`)."""
     plain = _object_params(params)
+    quick = method == "sessions/list" and plain.get("partial") is True and not ls.ready.is_set()
     try:
-        result = SESSION_REQUESTS[method](_service(ls), plain)
+        with ls.give_way.answering() if quick else contextlib.nullcontext():
+            result = SESSION_REQUESTS[method](_service(ls), plain)
     except SessionLspError as exc:
         raise to_jsonrpc(exc) from exc
     if method in WRITING_REQUESTS and ls.index is not None:
