@@ -366,8 +366,15 @@ def _is_warmup(head: bytes) -> bool:
 
 
 def link_session_forks(sessions: list[SessionInfo]) -> None:
-    """`--fork-session` copies carry no `forkedFrom`: a session that starts with the same row as an
-    older session of its project folder is marked as forked from the oldest such session."""
+    """`--fork-session` copies carry no `forkedFrom`: link them by their first row, then (scanning files for
+    compact boundaries where needed) the copies of compacted sessions."""
+    link_by_first_row(sessions)
+    _link_compacted_forks(sessions)
+
+
+def link_by_first_row(sessions: list[SessionInfo]) -> None:
+    """A session that starts with the same row as an older session of its project folder is marked as forked
+    from the oldest such session (from the heads alone)."""
     groups: dict[tuple[Path, str], list[SessionInfo]] = {}
     for s in sessions:
         if s.first_uuid:
@@ -380,7 +387,6 @@ def link_session_forks(sessions: list[SessionInfo]) -> None:
         for s in group[1:]:
             if s.forked_from is None:
                 s.forked_from = {"sessionId": source.session_id, "messageUuid": None}
-    _link_compacted_forks(sessions)
 
 
 def compact_uuids(info: SessionInfo) -> list[str]:

@@ -39,6 +39,8 @@ class RawServer:
         self.arrivals: list[Any] = []
         """The ids of the responses in the order they arrived."""
         self.stderr = b""
+        self.broken: str | None = None
+        """Why the server's output stopped being well-formed frames, if it did."""
         self._write_lock = threading.Lock()
         self._next_id = 1000
         threading.Thread(target=self._read, name="raw-lsp-out", daemon=True).start()
@@ -64,7 +66,14 @@ class RawServer:
                 if not chunk:
                     return
                 body += chunk
-            msg = json.loads(body)
+            try:
+                msg = json.loads(body)
+            except ValueError as exc:  # a broken frame (e.g. two frames interleaved): the stream is lost
+                with self._cond:
+                    at = getattr(exc, "pos", 0)
+                    self.broken = f"{exc}: {body[max(0, at - 200) : at + 200]!r}"
+                    self._cond.notify_all()
+                return
             if "method" in msg and "id" in msg:  # the server asks us something: say yes
                 self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
                 continue
@@ -114,6 +123,7 @@ class RawServer:
         deadline = time.monotonic() + timeout
         with self._cond:
             while msg_id not in self.responses:
+                assert self.broken is None, f"the server's output broke: {self.broken}"
                 left = deadline - time.monotonic()
                 assert left > 0, f"no answer to request {msg_id!r} in {timeout} s; stderr: {self.stderr[-2000:]!r}"
                 self._cond.wait(min(left, 0.5))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -311,6 +312,15 @@ def test_sessions_lists_every_session(nvim_run: dict[str, Any]) -> None:
         assert sid in item["text"] and "messages" in item["text"], item
     named = next(i for i in rec["items"] if Path(i["path"]).stem == "1c99f271-c426-49f7-9ae1-2b8728ab22c4")
     assert named["text"].startswith("named session"), named
+    assert rec["whole"], f"the list still shows pending counts: {rec['items']}"  # partial at first: listed again
+    assert all(re.search(r" \d+ messages ", i["text"]) for i in rec["items"]), rec["items"]
+
+
+def test_a_partial_session_shows_its_count_as_pending(nvim_run: dict[str, Any]) -> None:
+    rec = _step(nvim_run, "partial_format")
+    assert "… messages" in rec["partial_text"] and "0 messages" not in rec["partial_text"], rec
+    assert "nil" not in rec["partial_text"] and "a session still being indexed" in rec["partial_text"], rec
+    assert "12 messages" in rec["whole_text"], rec
 
 
 def test_enter_opens_the_session_at_its_leaf(nvim_run: dict[str, Any]) -> None:

@@ -29,6 +29,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_store_option(p)
     p.add_argument("--cwd", help="only the sessions of this working directory")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--partial",
+        action="store_true",
+        help="read no file whole: counts, usage and forks the index does not hold yet are null (named in 'pending')",
+    )
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("chain", help="the conversation that resume rebuilds")
@@ -79,9 +84,13 @@ def _sessions(args: argparse.Namespace) -> list[SessionInfo]:
 
 def cmd_list(args: argparse.Namespace) -> int:
     if args.store:
+        if args.partial:
+            raise CommandError("--partial lists the projects folder only, not a store")
         from server.commands.store import cmd_list_store
 
         return cmd_list_store(args)
+    if args.partial:
+        return _list_partial(args)
     sessions = _sessions(args)
     if args.json:
         from storage.usagetotals import sessions_usage_indexed
@@ -93,7 +102,20 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_sessions(sessions: list[SessionInfo]) -> None:
+def _list_partial(args: argparse.Namespace) -> int:
+    from storage.partiallist import list_sessions_partial
+
+    root = projects_dir(args)
+    heads = list_sessions_partial(root, candidate_project_dirs(root, resolve_cwd(args.cwd)) if args.cwd else None)
+    if args.json:
+        print_json([h.to_json() for h in heads])
+        return 0
+    print_sessions([h.info for h in heads], uncounted={h.info.path for h in heads if "messageCount" in h.pending})
+    return 0
+
+
+def print_sessions(sessions: list[SessionInfo], uncounted: set[Path] | frozenset[Path] = frozenset()) -> None:
+    """The sessions as a table; `uncounted` sessions show their message count as `…` (not counted yet)."""
     if not sessions:
         print("no sessions")
         return
@@ -102,7 +124,7 @@ def print_sessions(sessions: list[SessionInfo]) -> None:
         extra = f"  [fork of {s.forked_from.get('sessionId', '?')[:8]}]" if s.forked_from else ""
         subs = f"  [{len(s.subagents)} subagent(s)]" if s.subagents else ""
         print(
-            f"{s.session_id:36}  {relative_time(s.modified):>9}  {s.message_count:>5}  "
+            f"{s.session_id:36}  {relative_time(s.modified):>9}  {'…' if s.path in uncounted else s.message_count:>5}  "
             f"{human_size(s.size):>8}  {s.title}{extra}{subs}"
         )
         print(f"{'':36}  {s.cwd or '?'}")

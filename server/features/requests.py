@@ -18,6 +18,7 @@ from server.params import bool_param, str_param
 from storage.access import Access, resolve_target
 from storage.errors import InvalidArgument, NotFound, OutsideProjects, SessionLspError
 from storage.indexedlist import list_sessions_indexed
+from storage.partiallist import list_sessions_partial
 from storage.paths import candidate_project_dirs, is_inside, real_root, resolve_cwd
 from storage.resume import resume
 from storage.sessions import SessionInfo, list_sessions
@@ -44,8 +45,11 @@ class SessionRequests:
         find_uuid: Callable[[str], list[tuple[Path, Any]]] | None = None,
         *,
         stores: Sequence[StoreFeed] = (),
+        indexed: Callable[[], bool] | None = None,
     ) -> None:
         self.projects_dir = projects_dir
+        self._indexed = indexed
+        """Whether the server's first index is complete; None: no index to wait for (answers are always whole)."""
         self._transcript_of = transcript_of or Transcript.load
         self._find_uuid = find_uuid
         self.stores = list(stores)
@@ -148,21 +152,34 @@ class SessionRequests:
 
     # -- requests ----------------------------------------------------------------------------
     def list(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Every session, newest first. With `partial: true` (a client that lists again on `sessions/didChange`)
+        and the first index not complete, no file is read whole: sessions the index database cannot answer by
+        `stat` come partial (`storage.headlist`), and the answer's `partial` says whether any did."""
         self.same_projects_dir(params)
         root = self.projects_dir
         cwd = str_param(params, "cwd", required=False)
         dirs = candidate_project_dirs(root, resolve_cwd(cwd)) if cwd else None
-        sessions = list_sessions_indexed(root, dirs)
-        self._link_forks(sessions)
-        usage = sessions_usage_indexed(sessions)
-        out = [{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)]
+        may_be_partial = bool_param(params, "partial")
+        partial = False
+        if may_be_partial and self._indexed is not None and not self._indexed():
+            heads = list_sessions_partial(root, dirs)
+            partial = any(h.partial for h in heads)
+            out = [h.to_json() for h in heads]
+        else:
+            sessions = list_sessions_indexed(root, dirs)
+            self._link_forks(sessions)
+            usage = sessions_usage_indexed(sessions)
+            out = [{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)]
         for feed in self.stores:
             out.extend(self._store_sessions(feed, cwd))
         stores = [
             {"id": f.source.id, "name": f.source.name, "error": f.error, "updated": iso_time(f.updated)}
             for f in self.stores
         ]
-        return {"sessions": out, "stores": stores} if self.stores else {"sessions": out}
+        answer: dict[str, Any] = {"sessions": out, "stores": stores} if self.stores else {"sessions": out}
+        if may_be_partial:
+            answer["partial"] = partial
+        return answer
 
     def _store_sessions(self, feed: StoreFeed, cwd: str | None) -> Sequence[dict[str, Any]]:
         """A store's sessions as `sessions/list` items, with `store` (its name), `storeId` and `readOnly`."""

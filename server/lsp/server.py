@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import logging
 import os
@@ -28,7 +29,6 @@ from pygls.exceptions import (
     JsonRpcInvalidRequest,
     JsonRpcServerNotInitialized,
 )
-from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
@@ -49,7 +49,9 @@ from server.lsp.answers import answer_key, keep_answer
 from server.lsp.early import EarlyInitialize
 from server.lsp.errors import to_jsonrpc
 from server.lsp.framing import FrameError, StreamReader, serve_frames
+from server.lsp.giveway import GiveWay
 from server.lsp.options import InitializationOptions
+from server.lsp.writer import FrameWriter
 from server.params import str_param
 from server.version import version
 from storage.access import resolve_target
@@ -216,6 +218,8 @@ class SessionServer(LanguageServer):
         self.requests: SessionRequests | None = None
         self.watcher: Any = None
         self.ready = threading.Event()
+        self.give_way = GiveWay()
+        """Partial `sessions/list` answers being computed: the first index waits for them between files."""
         self.turns = TurnPool()
         self.search: SearchIndex | None = None
         """The full-text search database, opened on first use (`search_index`)."""
@@ -239,7 +243,7 @@ class SessionServer(LanguageServer):
     def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
         """Serve stdio with strict framing; a bad frame ends the process with status 1."""
         self._stop_event = threading.Event()
-        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+        self.protocol.set_writer(FrameWriter(stdout or sys.stdout.buffer))
         reader = StreamReader(stdin or sys.stdin.buffer)
         self._end_on_signals()
         code = 0
@@ -295,7 +299,11 @@ class SessionServer(LanguageServer):
         self.index = ProjectIndex(self.projects_dir)
         self.stores = StoreSet(self.options.stores, self.on_index_change)
         self.requests = SessionRequests(
-            self.projects_dir, self.transcript_of, self.index.find_uuid, stores=self.stores.feeds
+            self.projects_dir,
+            self.transcript_of,
+            self.index.find_uuid,
+            stores=self.stores.feeds,
+            indexed=self.ready.is_set,
         )
 
     def answer_and_keep(self, method: str, params: Any, compute: Callable[[], tuple[Any, bool]]) -> Any:
@@ -521,6 +529,7 @@ def _initial_scan(ls: SessionServer) -> None:
         have_progress = False
 
     def progress(done: int, total: int) -> None:
+        ls.give_way.wait()
         if have_progress and total and (done % 50 == 0 or done == total):
             read, size = ls.index.scan_bytes if ls.index is not None else (0, 0)
             share = read / size if size else done / total
@@ -790,10 +799,12 @@ WRITING_REQUESTS = {"sessions/fork"}
 def serve_request(ls: SessionServer, method: str, params: Any) -> dict[str, Any]:
     """Answer one of SESSION_REQUESTS; our errors become JSON-RPC errors (`server.lsp.errors`)."""
     plain = _object_params(params)
+    quick = method == "sessions/list" and plain.get("partial") is True and not ls.ready.is_set()
     try:
-        result: dict[str, Any] = ls.answer_and_keep(
-            method, plain, lambda: (SESSION_REQUESTS[method](_service(ls), plain), True)
-        )
+        with ls.give_way.answering() if quick else contextlib.nullcontext():
+            result: dict[str, Any] = ls.answer_and_keep(
+                method, plain, lambda: (SESSION_REQUESTS[method](_service(ls), plain), True)
+            )
     except SessionLspError as exc:
         raise to_jsonrpc(exc) from exc
     if method in WRITING_REQUESTS and ls.index is not None:

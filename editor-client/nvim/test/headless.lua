@@ -237,6 +237,19 @@ function H.run()
       local q = vim.fn.getqflist({ title = 1, size = 1 })
       return q.title == 'Claude sessions' and q.size > 0
     end)
+    rec.first_partial = false
+    for _, it in ipairs(vim.fn.getqflist({ items = 1 }).items) do
+      rec.first_partial = rec.first_partial or it.text:find('… messages', 1, true) ~= nil
+    end
+    -- a list that came partial (the server still indexing) is listed again on sessions/didChange
+    rec.whole = wait(cfg.timeout_ms, function()
+      for _, it in ipairs(vim.fn.getqflist({ items = 1 }).items) do
+        if it.text:find('… messages', 1, true) then
+          return false
+        end
+      end
+      return true
+    end)
     local q = vim.fn.getqflist({ title = 1, items = 1, context = 1 })
     rec.title = q.title
     rec.items = {}
@@ -245,6 +258,23 @@ function H.run()
     end
     rec.ids = type(q.context) == 'table' and q.context.ids or {}
     rec.quickfix_window_open = vim.fn.getqflist({ winid = 1 }).winid ~= 0
+  end)
+
+  step('partial_format', function(rec)
+    local item = {
+      sessionId = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
+      title = 'a session still being indexed',
+      modified = '2026-01-01T00:00:00.000Z',
+      messageCount = vim.NIL,
+      usage = vim.NIL,
+      forkedFrom = vim.NIL,
+      subagents = {},
+      partial = true,
+      pending = { 'messageCount', 'usage', 'forkedFrom' },
+    }
+    rec.partial_text = sl.format_session(item)
+    item.messageCount, item.partial, item.pending = 12, false, nil
+    rec.whole_text = sl.format_session(item)
   end)
 
   step('open_at_leaf', function(rec)

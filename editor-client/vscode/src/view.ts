@@ -2,7 +2,7 @@
 
 import * as vscode from 'vscode';
 import { SessionServer } from './client';
-import { formatBytes, formatCount, relativeTime } from './lib/format';
+import { formatBytes, formatCount, isPending, messageCountLabel, relativeTime } from './lib/format';
 import { transcriptUri } from './storeDocuments';
 import { SessionInfo, SessionsListResult, SessionTreeResult, Methods } from './lib/protocol';
 import {
@@ -34,6 +34,8 @@ export class SessionsProvider implements vscode.TreeDataProvider<Node>, vscode.D
   view: vscode.TreeView<Node> | undefined;
   /** Bumped on every reload; the e2e test and logs read it. */
   generation = 0;
+  /** sessions/didChange notifications seen: a partial listing that missed one lists again. */
+  private changes = 0;
 
   constructor(private readonly server: SessionServer) {
     this.disposables.push(
@@ -41,6 +43,7 @@ export class SessionsProvider implements vscode.TreeDataProvider<Node>, vscode.D
         this.server.log(
           `sessions/didChange: ${(p.sessionIds ?? []).length} changed, ${(p.removed ?? []).length} removed`,
         );
+        this.changes++;
         for (const id of [...(p.sessionIds ?? []), ...(p.removed ?? [])]) {
           this.trees.delete(id);
         }
@@ -141,7 +144,9 @@ export class SessionsProvider implements vscode.TreeDataProvider<Node>, vscode.D
       return;
     }
     try {
-      const result = await this.server.request<SessionsListResult>(Methods.list, {});
+      // partial: on a cold start the sessions show at once; counts fill in when sessions/didChange comes
+      const changesBefore = this.changes;
+      const result = await this.server.request<SessionsListResult>(Methods.list, { partial: true });
       const sessions = Array.isArray(result?.sessions) ? result.sessions : [];
       this.sessionsById = new Map(sessions.map((s) => [s.sessionId, s]));
       this.projects = buildSessionTree(sessions);
@@ -154,7 +159,14 @@ export class SessionsProvider implements vscode.TreeDataProvider<Node>, vscode.D
       }
       this.generation++;
       setMessage(undefined);
-      this.server.log(`listed ${sessions.length} sessions in ${this.projects.length} projects`);
+      const partial = sessions.filter((s) => s.partial).length;
+      this.server.log(
+        `listed ${sessions.length} sessions in ${this.projects.length} projects` +
+          (partial ? ` (${partial} partial until the index is ready)` : ''),
+      );
+      if (result?.partial && this.changes !== changesBefore) {
+        this.scheduleRefresh(0); // the index completed while this answer was on its way
+      }
       void this.fetchBranchPoints();
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
@@ -242,7 +254,7 @@ export class SessionsProvider implements vscode.TreeDataProvider<Node>, vscode.D
         item.description = [
           relativeTime(s.modified ?? s.created),
           formatBytes(s.sizeBytes),
-          formatCount(s.messageCount, 'msg'),
+          messageCountLabel(s),
           bp ? `⑂ ${bp}` : '',
         ]
           .filter(Boolean)
@@ -295,7 +307,7 @@ function sessionTooltip(s: SessionInfo, branchPoints: number): vscode.MarkdownSt
     ['Branch', s.gitBranch ? `\`${s.gitBranch}\`` : undefined],
     ['Created', s.created ?? undefined],
     ['Modified', s.modified ? `${s.modified} (${relativeTime(s.modified)})` : undefined],
-    ['Messages', s.messageCount !== undefined && s.messageCount !== null ? String(s.messageCount) : undefined],
+    ['Messages', isPending(s, 'messageCount') ? '… (still indexing)' : s.messageCount != null ? String(s.messageCount) : undefined],
     ['Size', formatBytes(s.sizeBytes) || undefined],
     ['Forked from', s.forkedFrom ? `\`${s.forkedFrom.sessionId}\`` : undefined],
     ['Subagents', s.subagents?.length ? String(s.subagents.length) : undefined],

@@ -52,6 +52,8 @@ M.config = vim.deepcopy(defaults)
 local state = {
   setup_done = false,
   sessions = {}, -- sessionId -> the last sessions/list entry
+  list_partial = false, -- the :Sessions list came while the server's first index ran: list again on didChange
+  changes = 0, -- sessions/didChange notifications seen
   turns = {}, -- progress token -> turn
   next_token = 0,
 }
@@ -447,13 +449,24 @@ local function one_line(s, max)
   return s
 end
 
+--- Whether a sessions/list item's `field` is not known yet (a partial item: the server is still indexing).
+function M.is_pending(s, field)
+  for _, name in ipairs(val(s.pending) or {}) do
+    if name == field then
+      return true
+    end
+  end
+  return false
+end
+
 --- The quickfix entry text of a session.
 function M.format_session(s)
   local title = val(s.title) or s.sessionId
+  local count = tonumber(val(s.messageCount))
   local parts = {
     one_line(title, 80),
     fmt_time(s.modified),
-    string.format('%d messages', tonumber(val(s.messageCount)) or 0),
+    (M.is_pending(s, 'messageCount') or not count) and '… messages' or string.format('%d messages', count),
   }
   local cwd = val(s.cwd)
   if cwd then
@@ -492,15 +505,19 @@ end
 --- :Sessions [cwd] -- the session list (of one working directory, if given) in the quickfix list.
 function M.sessions(opts)
   opts = opts or {}
-  local params = { projectsDir = M.projects_dir() }
+  -- partial: while the server's first index runs, sessions come at once with their counts pending
+  local params = { projectsDir = M.projects_dir(), partial = true }
   if opts.cwd and opts.cwd ~= '' then
     params.cwd = normalize(opts.cwd) or opts.cwd
   end
+  local changes = state.changes
   M.request('sessions/list', params, function(e, result)
     if e then
       return err('sessions/list: ' .. message_of(e))
     end
     local sessions = (result and val(result.sessions)) or {}
+    state.list_partial = result ~= nil and val(result.partial) == true
+    state.list_params = params
     set_session_list(sessions, ' ')
     if #sessions == 0 then
       notify('no sessions in ' .. tostring(params.cwd or params.projectsDir))
@@ -511,6 +528,9 @@ function M.sessions(opts)
     end
     if opts.callback then
       opts.callback(sessions)
+    end
+    if state.list_partial and state.changes ~= changes then -- the index completed while this answer was on its way
+      did_change_handler(nil, { sessionIds = {}, removed = {} })
     end
   end)
 end
@@ -745,11 +765,14 @@ did_change_handler = function(_, result)
   if not result then
     return
   end
+  state.changes = state.changes + 1
   local changed = #(val(result.sessionIds) or {}) > 0 or #(val(result.removed) or {}) > 0
   local info = our_qf()
-  if changed and info then
-    M.request('sessions/list', { projectsDir = M.projects_dir() }, function(e, res)
+  -- the first index's end (no ids) fills in a partial list's counts
+  if (changed or state.list_partial) and info then
+    M.request('sessions/list', state.list_params or { projectsDir = M.projects_dir() }, function(e, res)
       if not e and res and our_qf() then
+        state.list_partial = val(res.partial) == true
         set_session_list(val(res.sessions) or {}, 'r', info.id)
       end
     end)

@@ -60,6 +60,16 @@ export function formatCount(n: number | null | undefined, singular: string, plur
   return `${n} ${n === 1 ? singular : plural}`;
 }
 
+/** Whether a sessions/list item's `field` is not known yet (the server is still indexing). */
+export function isPending(s: { pending?: string[] | null }, field: string): boolean {
+  return Array.isArray(s.pending) && s.pending.includes(field);
+}
+
+/** A session's message count for the sessions view: "12 msgs", or "… msgs" while it is not counted yet. */
+export function messageCountLabel(s: { messageCount?: number | null; pending?: string[] | null }): string {
+  return isPending(s, 'messageCount') ? '… msgs' : formatCount(s.messageCount, 'msg');
+}
+
 /** A project folder name like "-Users-me-shop" shown as "/Users/me/shop" when no cwd is known. */
 export function projectLabel(projectDir: string, cwd?: string | null): string {
   if (cwd) {

@@ -33,15 +33,22 @@ export interface SessionInfo {
   /** The read-only `session-store:` document of a store session. */
   uri?: string;
   readOnly?: boolean;
+  /** true while the server is still indexing: the fields named in `pending` are null until it re-lists. */
+  partial?: boolean;
+  pending?: string[] | null;
 }
 
 export interface SessionsListParams {
   projectsDir?: string;
   cwd?: string;
+  /** Take partial items while the server's first index runs (then list again on sessions/didChange). */
+  partial?: boolean;
 }
 
 export interface SessionsListResult {
   sessions: SessionInfo[];
+  /** Whether any item is partial (only when `partial` was asked for). */
+  partial?: boolean;
 }
 
 export interface TreeNode {

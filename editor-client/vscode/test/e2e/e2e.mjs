@@ -304,9 +304,13 @@ async function main() {
         return (await viewRows()).some((r) => /subagent/.test(r.label) && r.description === s.subagents[0].agentId);
       });
     }
+    // a listing that came partial (counts pending, "… msgs") is listed again when the index is ready
+    await until('every session row counted', async () =>
+      (await viewRows()).filter((r) => /\b\d+ msgs?\b/.test(r.description)).length >= want.length);
     const rows = await viewRows();
     const described = rows.filter((r) => /msg/.test(r.description));
     if (described.length < want.length) throw new Error(`session rows lack "N msgs" descriptions: ${JSON.stringify(rows)}`);
+    if (rows.some((r) => /undefined|null|NaN/.test(r.description ?? ""))) throw new Error(`a row describes a missing field: ${JSON.stringify(rows)}`);
     log(`view rows: ${rows.map((r) => `${'  '.repeat(Math.max(0, r.level - 1))}${r.label} — ${r.description}`).join(' / ')}`);
     await shot('03-sessions-view.png');
   });

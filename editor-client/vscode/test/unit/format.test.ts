@@ -1,6 +1,16 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { appendedRows, formatBytes, formatCount, oneLine, projectLabel, relativeTime, unmarkSnippet } from '../../src/lib/format';
+import {
+  appendedRows,
+  formatBytes,
+  formatCount,
+  isPending,
+  messageCountLabel,
+  oneLine,
+  projectLabel,
+  relativeTime,
+  unmarkSnippet,
+} from '../../src/lib/format';
 
 const NOW = Date.parse('2026-11-29T12:00:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
@@ -57,4 +67,16 @@ test('rows a turn appended', () => {
 test('a search snippet loses its match marks, not other brackets', () => {
   assert.equal(unmarkSnippet('prompt: What [colour] is this [square]?'), 'prompt: What colour is this square?');
   assert.equal(unmarkSnippet('…a [login] in arr[[0]]'), '…a login in arr[0]');
+});
+
+test('a partial session (the server still indexing) shows its count as pending, never as 0 or undefined', () => {
+  const partial = { messageCount: null, partial: true, pending: ['messageCount', 'usage', 'forkedFrom'] };
+  assert.equal(messageCountLabel(partial), '… msgs');
+  assert.equal(isPending(partial, 'usage'), true);
+  assert.equal(isPending(partial, 'title'), false);
+  assert.equal(messageCountLabel({ messageCount: 12, pending: [] }), '12 msgs');
+  assert.equal(messageCountLabel({ messageCount: 1 }), '1 msg');
+  assert.equal(messageCountLabel({ messageCount: null }), '');
+  assert.equal(messageCountLabel({ messageCount: 0, pending: null }), '0 msgs');
+  assert.equal(isPending({ pending: null }, 'messageCount'), false);
 });
