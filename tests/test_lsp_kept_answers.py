@@ -169,3 +169,31 @@ def test_a_damaged_kept_answer_is_computed_again(corpus_projects: Path, answers:
     finish(server)
     for method in BOTH:
         assert again[method]["result"] == first[method]["result"], method
+
+
+def test_a_partial_listing_answered_early_is_the_servers(corpus_projects: Path, answers: Path) -> None:
+    """With the folder changed (nothing kept fits), `sessions/list {partial: true}` is answered before the server
+    loads, as the server answers it before its first index: the same answer either way."""
+    age(corpus_projects)
+    _, server = launch(corpus_projects, BOTH)
+    wait_kept(answers, 2)
+    finish(server)
+    damage(corpus_projects)  # one session changed: its count and usage are pending
+    age(corpus_projects)
+
+    def partial_listing() -> dict[str, Any]:
+        """Listed between `initialize` and `initialized`: the first index has not started."""
+        server = RawServer()
+        options = {"projectsDir": str(corpus_projects), "watch": False}
+        server.call("initialize", {"processId": os.getpid(), "capabilities": {}, "initializationOptions": options})
+        answer = server.call("sessions/list", {"partial": True})
+        server.notify("initialized", {})
+        finish(server)
+        return answer["result"]
+
+    partial_listing()  # pygls answers this initialize: it is kept
+    early = partial_listing()  # initialize known: answered before pygls loads
+    (answers.parent / "initialize-v1.json").unlink()
+    computed = partial_listing()  # initialize unknown: everything goes to pygls
+    assert early["partial"] is True and sum(1 for s in early["sessions"] if s.get("partial")) >= 1
+    assert early == computed

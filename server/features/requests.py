@@ -12,20 +12,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from server.features.listing import check_projects_dir, folder_listing
 from server.features.tree import TreeView
 from server.index.storefeed import StoreFeed
 from server.params import bool_param, str_param
 from storage.access import Access, resolve_target
-from storage.errors import InvalidArgument, NotFound, OutsideProjects, SessionLspError
-from storage.indexedlist import list_sessions_indexed
-from storage.partiallist import list_sessions_partial
-from storage.paths import candidate_project_dirs, is_inside, real_root, resolve_cwd
+from storage.errors import InvalidArgument, NotFound, SessionLspError
+from storage.paths import candidate_project_dirs, is_inside, resolve_cwd
 from storage.resume import resume
-from storage.sessions import SessionInfo, list_sessions
+from storage.sessions import list_sessions
 from storage.store_mirror import MirrorIsReadOnly
 from storage.transcript import Transcript
 from storage.usage import sessions_usage_json
-from storage.usagetotals import sessions_usage_indexed
 
 
 def iso_time(ts: float | None) -> str | None:
@@ -55,27 +53,10 @@ class SessionRequests:
         self.stores = list(stores)
         """Session stores mirrored read-only: their mirrors are further roots to read from, never to write."""
 
-    def _link_forks(self, sessions: list[SessionInfo]) -> None:
-        """With the index at hand, a `--fork-session` copy made after a compaction (which starts at
-        the boundary, not at its source's first row) is found by where its first row lives."""
-        if self._find_uuid is None:
-            return
-        by_path = {s.path: s for s in sessions}
-        for s in sessions:
-            if s.forked_from is not None or not s.first_uuid:
-                continue
-            sources = [by_path[p] for p, _row in self._find_uuid(s.first_uuid) if p != s.path and p in by_path]
-            sources = [o for o in sources if (o.started, o.created or "") < (s.started, s.created or "")]
-            if sources:
-                source = min(sources, key=lambda o: (o.started, o.created or ""))
-                s.forked_from = {"sessionId": source.session_id, "messageUuid": None}
-
     # -- lookups -----------------------------------------------------------------------------
     def same_projects_dir(self, params: dict[str, Any]) -> None:
         """A `projectsDir` parameter may only name the server's own projects folder."""
-        given = str_param(params, "projectsDir", required=False)
-        if given is not None and real_root(given) != real_root(self.projects_dir):
-            raise OutsideProjects(f"this server serves the projects folder {self.projects_dir}, not {given}")
+        check_projects_dir(self.projects_dir, params)
 
     def session_path(self, params: dict[str, Any], access: Access = "read") -> Path:
         """The session named by `path` or `sessionId`, decided by `storage.access`: in the projects
@@ -156,29 +137,16 @@ class SessionRequests:
         and the first index not complete, no file is read whole: sessions the index database cannot answer by
         `stat` come partial (`storage.headlist`), and the answer's `partial` says whether any did."""
         self.same_projects_dir(params)
-        root = self.projects_dir
-        cwd = str_param(params, "cwd", required=False)
-        dirs = candidate_project_dirs(root, resolve_cwd(cwd)) if cwd else None
-        may_be_partial = bool_param(params, "partial")
-        partial = False
-        if may_be_partial and self._indexed is not None and not self._indexed():
-            heads = list_sessions_partial(root, dirs)
-            partial = any(h.partial for h in heads)
-            out = [h.to_json() for h in heads]
-        else:
-            sessions = list_sessions_indexed(root, dirs)
-            self._link_forks(sessions)
-            usage = sessions_usage_indexed(sessions)
-            out = [{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)]
-        for feed in self.stores:
-            out.extend(self._store_sessions(feed, cwd))
-        stores = [
-            {"id": f.source.id, "name": f.source.name, "error": f.error, "updated": iso_time(f.updated)}
-            for f in self.stores
-        ]
-        answer: dict[str, Any] = {"sessions": out, "stores": stores} if self.stores else {"sessions": out}
-        if may_be_partial:
-            answer["partial"] = partial
+        complete = self._indexed is None or self._indexed()
+        answer = folder_listing(self.projects_dir, params, complete=complete, find_uuid=self._find_uuid)
+        if self.stores:
+            cwd = str_param(params, "cwd", required=False)
+            for feed in self.stores:
+                answer["sessions"].extend(self._store_sessions(feed, cwd))
+            answer["stores"] = [
+                {"id": f.source.id, "name": f.source.name, "error": f.error, "updated": iso_time(f.updated)}
+                for f in self.stores
+            ]
         return answer
 
     def _store_sessions(self, feed: StoreFeed, cwd: str | None) -> Sequence[dict[str, Any]]:

@@ -11,8 +11,10 @@ and replaces the stored one if they differ.
 
 Then, while the client sends requests whose answers were kept for the projects folder as it is now
 (`server.lsp.answers`: `sessions/list`, `workspace/diagnostic`), they are answered from there too, and never
-reach pygls. The first message of any other kind, an answer not kept, or a pause of `IDLE` seconds ends this:
-the server is loaded and reads every byte not answered, in order, from where the early reading stopped.
+reach pygls; a `sessions/list` that takes a partial answer, when none was kept, gets the one the server gives
+before its first index is complete (`server.features.listing`). The first message of any other kind, an answer
+neither kept nor partial, or a pause of `IDLE` seconds ends this: the server is loaded and reads every byte not
+answered, in order, from where the early reading stopped.
 Anything unexpected (another first message, a malformed frame, an unknown digest) is left to pygls alone.
 """
 
@@ -216,6 +218,25 @@ def _answer_kept(reader: FrameReader, stdout: BinaryIO, root: Path) -> bytes:
             return taken + frame.raw
         stamp = stamp or stamp_folder(root)
         result = kept_answer(key, stamp) if stamp is not None else None
+        if result is None and message.get("method") == "sessions/list":
+            result = _partial_list(root, message.get("params"))
         if result is None:
             return taken + frame.raw
         _send_json(stdout, request_id, result)
+
+
+def _partial_list(root: Path, params: Any) -> bytes | None:
+    """`sessions/list` of a client that takes partial answers, as the server answers it before its first index is
+    complete (`server.features.listing`); None for any other, or parameters the server would refuse."""
+    from server.features.listing import check_projects_dir, folder_listing, wants_partial
+    from storage.errors import SessionLspError
+
+    params = {} if params is None else params
+    try:
+        if not isinstance(params, dict) or not wants_partial(params):
+            return None
+        check_projects_dir(root, params)
+        answer = folder_listing(root, params, complete=False, find_uuid=None)
+    except SessionLspError:
+        return None
+    return json.dumps(answer).encode()
