@@ -18,12 +18,7 @@ local MORE_TEXT = '(earlier items not loaded: E or <CR> here loads them)'
 
 local views = {} -- bufnr -> view { target, leaf, show_hidden, marks, folds, items, has_more, at_id }
 
-local function val(x)
-  if x == vim.NIL then
-    return nil
-  end
-  return x
-end
+local val = require('session_lsp.json').val
 
 local function split(text)
   return vim.split(tostring(text or ''), '\n', { plain = true })

@@ -76,12 +76,7 @@ local function err(msg)
 end
 
 --- JSON null arrives as vim.NIL: turn it into nil.
-local function val(x)
-  if x == vim.NIL then
-    return nil
-  end
-  return x
-end
+local val = require('session_lsp.json').val
 
 local function strip_slash(p)
   if #p > 1 then
