@@ -202,7 +202,7 @@ def _answer_kept(reader: FrameReader, stdout: BinaryIO, root: Path) -> bytes:
     from server.lsp.answers import answer_key, kept_answer
     from storage.folderstamp import stamp_folder
 
-    stamp = None
+    stamp = stamp_folder(root)  # while the client reads the answer to `initialize` and writes what follows
     taken = b""
     while True:
         frame = reader.take(time.monotonic() + IDLE)
@@ -216,7 +216,6 @@ def _answer_kept(reader: FrameReader, stdout: BinaryIO, root: Path) -> bytes:
         key = answer_key(str(message.get("method")), message.get("params"), root)
         if key is None or message.get("jsonrpc") != "2.0" or type(request_id) not in (int, str):
             return taken + frame.raw
-        stamp = stamp or stamp_folder(root)
         result = kept_answer(key, stamp) if stamp is not None else None
         if result is None and message.get("method") == "sessions/list":
             result = _partial_list(root, message.get("params"))
