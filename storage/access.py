@@ -7,11 +7,13 @@ or by path, from the command line, the language server and the agent alike. Its 
   projects folder;
 - to read or append, it is a regular file (not a FIFO, device, folder or dangling link) whose first
   rows carry `type` and `sessionId` as the CLI writes them (1.0.x summary files: `type: summary`);
-  to append, it is also a session file (`<project folder>/<uuid>.jsonl`), never a subagent file;
+  to append, it is also a session file (`<project folder>/<uuid>.jsonl`), never a subagent file,
+  and it has one name only: a hard link may share its bytes with a file outside, which symlink
+  resolution cannot see, so a write would change that file too;
 - to create, nothing exists at the path yet (not even a dangling link) and every existing folder
   on the way is really inside the projects folder.
 
-Anything else raises `OutsideProjects`, `NotATranscript` or `NotFound` and nothing is touched. The
+Anything else raises `OutsideProjects`, `NotATranscript`, `NotFound` or `Unsafe` and nothing is touched. The
 decided path is the real path: callers open that, and creation uses `O_EXCL | O_NOFOLLOW`.
 """
 
@@ -24,7 +26,7 @@ from typing import Literal
 
 import orjson
 
-from storage.errors import InvalidArgument, NotATranscript, NotFound, OutsideProjects
+from storage.errors import InvalidArgument, NotATranscript, NotFound, OutsideProjects, Unsafe
 from storage.paths import UUID_RE, is_inside, project_folder_name, real_root, resolve_cwd
 
 Access = Literal["read", "write", "create"]
@@ -77,6 +79,13 @@ def looks_like_transcript(path: Path) -> bool:
     )
 
 
+def _hard_link(path: Path | str, names: int) -> str:
+    return (
+        f"{path} is a hard link ({names} names for one file): writing would change the file under every "
+        "name, possibly outside the projects folder; refused"
+    )
+
+
 def _existing(root: Path, given: Path, access: Access) -> Path:
     real = Path(os.path.realpath(given))
     if not is_inside(root, real):
@@ -93,6 +102,8 @@ def _existing(root: Path, given: Path, access: Access) -> Path:
         raise NotATranscript(f"{given} is not a .jsonl transcript")
     if access == "write" and not (real.parent.parent == root and UUID_RE.match(real.stem)):
         raise NotATranscript(f"{given} is not a session file (<project folder>/<session id>.jsonl)")
+    if access == "write" and st.st_nlink > 1:
+        raise Unsafe(_hard_link(given, st.st_nlink))
     try:
         ok = looks_like_transcript(real)
     except OSError as exc:
@@ -133,7 +144,7 @@ def resolve_target(
     access: Access = "read",
 ) -> Path:
     """The real path of the session file named by `path` or `session_id`, if `access` to it is
-    allowed (see the module docstring); else `OutsideProjects`, `NotATranscript` or `NotFound`."""
+    allowed (see the module docstring); else `OutsideProjects`, `NotATranscript`, `NotFound` or `Unsafe`."""
     root = real_root(projects_dir)
     if path is not None:
         text = _check_text(os.fspath(path), "path")
@@ -157,7 +168,7 @@ def resolve_target(
             continue
         try:
             return _existing(root, candidate, access)
-        except (OutsideProjects, NotATranscript, NotFound) as exc:
+        except (OutsideProjects, NotATranscript, NotFound, Unsafe) as exc:
             refused = refused or exc
     if refused is not None:
         raise refused
