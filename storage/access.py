@@ -14,11 +14,15 @@ or by path, from the command line, the language server and the agent alike. Its 
   on the way is really inside the projects folder.
 
 Anything else raises `OutsideProjects`, `NotATranscript`, `NotFound` or `Unsafe` and nothing is touched. The
-decided path is the real path: callers open that, and creation uses `O_EXCL | O_NOFOLLOW`.
+decided path is the real path, so no part of it is a symlink; `open_decided` opens it so that this
+still holds at the open, however long after the decision (a turn appends for minutes): each folder
+on the way is opened without following a symlink, the file too, and what was opened must be a
+regular file with a single name when it is opened for writing.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -182,3 +186,69 @@ def new_session_path(projects_dir: Path | str, cwd: str, session_id: str) -> Pat
         raise InvalidArgument(f"not a session id: {session_id!r}")
     folder = project_folder_name(resolve_cwd(_check_text(cwd, "cwd")))
     return resolve_target(projects_dir, path=real_root(projects_dir) / folder / f"{session_id}.jsonl", access="create")
+
+
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_WRITING = os.O_WRONLY | os.O_RDWR
+
+
+def _swapped(path: Path | str) -> Unsafe:
+    return Unsafe(f"{path}: a symbolic link took the place of a folder or of the file after it was decided; refused")
+
+
+def open_decided(path: os.PathLike[str] | str, flags: int, mode: int = 0o600, *, made: list[str] | None = None) -> int:
+    """A descriptor of the path `resolve_target` decided, opened with `flags`, taking no symlink on
+    the way: every folder from `/` down is opened with `O_NOFOLLOW` under the previous one, and the
+    file with `O_NOFOLLOW | O_NONBLOCK`. A folder or the file swapped for a symlink since the decision
+    raises `Unsafe`; anything but a regular file `NotATranscript`; a file opened for writing that has
+    another name (a hard link) `Unsafe`. With `made`, missing folders are created 0700 on the way
+    (in the folder already opened) and their paths appended to it, outermost first."""
+    path = Path(path)
+    if not path.is_absolute():
+        raise InvalidArgument(f"not an absolute path: {path}")
+    names = path.parts[1:]
+    folder = os.open(path.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for depth, name in enumerate(names[:-1], start=1):
+            try:
+                inner = _open_folder(name, folder, path)
+            except FileNotFoundError:
+                if made is None:
+                    raise
+                try:
+                    os.mkdir(name, 0o700, dir_fd=folder)
+                    made.append(os.path.join(path.anchor, *names[:depth]))
+                except FileExistsError:
+                    pass
+                inner = _open_folder(name, folder, path)
+            os.close(folder)
+            folder = inner
+        try:
+            fd = os.open(names[-1], flags | _FILE, mode, dir_fd=folder)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _swapped(path) from None
+            raise
+    finally:
+        os.close(folder)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotATranscript(f"{path} is not a regular file")
+        if flags & _WRITING and st.st_nlink > 1:
+            raise Unsafe(_hard_link(path, st.st_nlink))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_folder(name: str, folder: int, path: Path) -> int:
+    try:
+        return os.open(name, _FOLDER, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise _swapped(path) from None
+        raise

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage.locking import locked_append_fd, make_private_dirs
+from storage.errors import SessionLspError
+from storage.locking import locked_append_fd
 
 FLUSH_INTERVAL = 0.1
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -46,7 +47,8 @@ class _Pending:
 class FlushResult:
     durable: list[str] = field(default_factory=list)
     sealed: list[TornTail] = field(default_factory=list)
-    errors: list[tuple[Path, OSError]] = field(default_factory=list)
+    errors: list[tuple[Path, OSError | SessionLspError]] = field(default_factory=list)
+    """Appends that failed (their lines stay queued): an OS error, or a refusal of `storage.access`."""
 
 
 def _ends_with_newline(fd: int) -> tuple[bool, int]:
@@ -64,17 +66,19 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def append_lines(path: Path, data: bytes, *, fsync: bool = False) -> TornTail | None:
-    """Append whole lines to `path` in one locked `O_APPEND` write; seal a torn tail first."""
-    created = make_private_dirs(path.parent)
+    """Append whole lines to `path` in one locked `O_APPEND` write; seal a torn tail first. Missing
+    folders on the way are made 0700; a path that no longer is what `storage.access` decided raises
+    (see `storage.access.open_decided`) and nothing is written."""
+    made: list[str] = []
     existed = path.exists()
-    with locked_append_fd(path) as fd:
+    with locked_append_fd(path, made=made) as fd:
         ok, size = _ends_with_newline(fd)
         torn = None if ok else TornTail(path, size)
         _write_all(fd, data if ok else b"\n" + data)
         if fsync:
             os.fsync(fd)
-    if fsync and (created or not existed):
-        for d in {path.parent, *(Path(c).parent for c in created)}:
+    if fsync and (made or not existed):
+        for d in {path.parent, *(Path(c).parent for c in made)}:
             _fsync_dir(d)
     return torn
 
@@ -175,7 +179,7 @@ class WriteQueue:
                         data += self.trailer(path, [i.key for i in items]) or b""
                     try:
                         torn = append_lines(path, data, fsync=self.fsync)
-                    except OSError as exc:
+                    except (OSError, SessionLspError) as exc:
                         result.errors.append((path, exc))
                         failed.extend(chunk)
                         continue
@@ -200,6 +204,8 @@ class WriteQueue:
             result.durable, self._durable_since_report = self._durable_since_report, []
         if result.errors:
             path, exc = result.errors[0]
+            if isinstance(exc, SessionLspError):
+                raise exc
             raise OSError(exc.errno, f"append to {path} failed: {exc.strerror}", str(path)) from exc
         return result
 

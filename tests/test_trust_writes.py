@@ -70,3 +70,59 @@ def test_no_write_goes_through_a_hard_link_to_a_file_outside(world: dict[str, Pa
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["sessionId"] == LINKED
 
+
+def test_a_project_folder_swapped_for_a_symlink_during_a_turn_takes_no_write_out(world: dict[str, Path]) -> None:
+    """The model's Bash call moves the session's project folder away and puts a symlink to a folder
+    outside in its place; the rows the turn writes after the call must not land outside."""
+    projects, work = world["projects"], world["work"]
+    elsewhere = world["tmp"] / "elsewhere"
+    folder = projects / SHOP
+    moved = projects / "moved-away"
+    swap = f"mv {folder} {moved} && mkdir {elsewhere} && ln -s {elsewhere} {folder}"
+    before = (folder / f"{S1}.jsonl").read_bytes()
+    out = cli(
+        "turn", "--resume", S1, "--provider", "anthropic", "--allow", "Bash", "--cwd", str(work),
+        "--projects-dir", str(projects), f"BASH {swap}",
+    )  # fmt: skip
+    assert folder.is_symlink() and moved.is_dir(), "the Bash call did not run"
+    assert sorted(elsewhere.iterdir()) == [], (out.returncode, out.stderr)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    last = out.stderr.splitlines()[-1]  # after the progress line of the Bash call
+    assert last.startswith("session-lsp: ") and "symbolic link" in last, out.stderr
+    after = (moved / f"{S1}.jsonl").read_bytes()
+    assert after.startswith(before)  # what was written before the swap stays, whole lines only
+    assert after.endswith(b"\n")
+
+
+@pytest.mark.parametrize("swap", ["hard link", "fifo", "symlink"])
+def test_a_session_file_swapped_between_two_appends_keeps_its_lines_queued(world: dict[str, Path], swap: str) -> None:
+    """Between two flushes of a turn's write queue the session file is replaced by a hard link of a
+    file outside, a FIFO or a symlink: the append is refused, the outside file is unchanged, the
+    lines stay queued, and once the real file is back they are written, nothing lost."""
+    from storage.access import resolve_target
+    from storage.errors import SessionLspError
+    from storage.writequeue import WriteQueue
+
+    projects, outside = world["projects"], world["outside"]
+    path = resolve_target(projects, session_id=S1, access="write")
+    queue = WriteQueue(interval=None)
+    queue.put(path, b'{"type":"tag","tag":"one"}\n')
+    queue.flush()
+    original = path.read_bytes()
+    path.rename(path.with_name("kept-aside"))
+    if swap == "hard link":
+        os.link(outside / "backup.jsonl", path)
+    elif swap == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(outside / "backup.jsonl")
+    before = digest_tree(outside)
+    queue.put(path, b'{"type":"tag","tag":"two"}\n')
+    with pytest.raises(SessionLspError):
+        queue.flush()
+    assert queue.pending == 1
+    assert digest_tree(outside) == before
+    path.unlink()
+    path.with_name("kept-aside").rename(path)
+    queue.close()
+    assert path.read_bytes() == original + b'{"type":"tag","tag":"two"}\n'
