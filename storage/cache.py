@@ -1,6 +1,6 @@
 """The cache folder (`$XDG_CACHE_HOME/session-lsp`, else `~/.cache/session-lsp`) and how files are
 made in it: the folder 0700 and every file 0600 whatever the umask (caches hold titles, prompts and
-paths). `SESSION_LSP_NO_CACHE=1` turns every cache off."""
+paths), folders made on the way 0700 too. `SESSION_LSP_NO_CACHE=1` turns every cache off."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from storage.locking import make_private_dirs
+
 
 def cache_dir() -> Path | None:
     """The cache folder; None when caching is off."""
@@ -22,8 +24,8 @@ def cache_dir() -> Path | None:
 
 
 def private_dir(path: Path) -> None:
-    """`mkdir -p path`, and the folder itself 0700."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """`mkdir -p path`, every folder it makes 0700, and the folder itself 0700."""
+    make_private_dirs(path)
     os.chmod(path, 0o700)
 
 
