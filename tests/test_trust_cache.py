@@ -1,5 +1,6 @@
 """Attacks on the cache folder (`$XDG_CACHE_HOME/session-lsp`): folders we make on the way to it under
-umask 0. Each runs the real command line in a child process
+umask 0, and a cache folder someone else could have planted or can write (a symlink to elsewhere, a
+folder of another user, a folder anyone may write). Each runs the real command line in a child process
 and checks what happened to the modes and contents of the folders involved."""
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 UMASK0 = "import os, sys; os.umask(0); from server.cli import main; sys.exit(main())"
@@ -47,3 +50,37 @@ def test_folders_made_on_the_way_to_the_cache_are_private_under_umask_zero(
     made = {str(p.relative_to(tmp_path)): oct(stat.S_IMODE(p.stat().st_mode)) for p in (cache.parent, cache)}
     assert made == {"xdg": "0o700", "xdg/cache": "0o700"}
     assert stat.S_IMODE((cache / "session-lsp").stat().st_mode) == 0o700
+
+
+@pytest.mark.parametrize("kind", ["symlink", "another user's", "writable by anyone"])
+def test_a_cache_folder_others_could_have_planted_is_never_used(
+    corpus_projects: Path, tmp_path: Path, kind: str
+) -> None:
+    """Caching is off for the run: nothing in or behind the folder changes (no chmod through the
+    link, none of our titles and prompts written where someone else can read them), and every
+    command gives what it gives with caching off."""
+    cache = tmp_path / "xdg"
+    cache.mkdir(mode=0o700)
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    planted.chmod(0o755 if kind == "symlink" else 0o777)
+    (planted / "notes.txt").write_text("someone else's\n")
+    if kind == "another user's":
+        os.chown(planted, NOBODY, NOBODY)
+    if kind == "symlink":
+        (cache / "session-lsp").symlink_to(planted, target_is_directory=True)
+    else:
+        planted.rename(cache / "session-lsp")
+        planted = cache / "session-lsp"
+    before = snapshot(planted)
+    p = str(corpus_projects)
+    warnings = []
+    for args in (["list", "--projects-dir", p, "--json"], ["search", "ORACLE", "--projects-dir", p, "--json"]):
+        used = run(*args, cache=cache)
+        off = run(*args, cache=None)
+        assert used.returncode == off.returncode == 0, (args, used.stderr, off.stderr)
+        assert used.stdout == off.stdout, args
+        warnings.append(used.stderr)
+    assert snapshot(planted) == before
+    for said in warnings:  # one line saying why
+        assert said.count("\n") == 1 and "cache folder" in said and "not used" in said, said
