@@ -115,6 +115,20 @@ def stays_inside(root: Path | str, path: Path | str) -> bool:
     return is_inside(real_root(root), Path(os.path.realpath(path)))
 
 
+def linked_below(root: Path, path: Path) -> bool:
+    """Some folder on the way from `root` (itself excluded) to `path`, or `path` itself, is a symlink:
+    only then can `path` lead out, so `stays_inside` need not resolve it (one `lstat` per level
+    instead). False for a path that is not below `root`."""
+    try:
+        names = path.relative_to(root).parts
+    except ValueError:
+        return False
+    for depth in range(1, len(names) + 1):
+        if root.joinpath(*names[:depth]).is_symlink():
+            return True
+    return False
+
+
 def _entries(folder: Path) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(folder) as it:
