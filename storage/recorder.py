@@ -360,7 +360,13 @@ class SessionRecorder(_Writer):
         self._admission: Admission | None = None
         if mark_live:  # admitted before anything else is set up: a refused writer leaves nothing behind
             self._admission = admit(session_id, config_dir=config, cwd=cwd, version=version, entrypoint=entrypoint)
-        self._queue = WriteQueue(fsync=fsync, interval=interval, on_torn=self.torn_tails.append, trailer=self._trailer)
+        self._queue = WriteQueue(
+            fsync=fsync,
+            interval=interval,
+            on_torn=self.torn_tails.append,
+            trailer=self._trailer,
+            sole_writer=mark_live,  # admitted: any byte not ours is another writer's
+        )
 
     # ---- construction -------------------------------------------------------------------------
 

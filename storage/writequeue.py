@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage.errors import SessionLspError
+from storage.errors import InUse, SessionLspError
 from storage.locking import locked_append_fd
 
 FLUSH_INTERVAL = 0.1
@@ -65,16 +65,34 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def append_lines(path: Path, data: bytes, *, fsync: bool = False) -> TornTail | None:
+class ForeignAppend(InUse):
+    """A file we write as its only admitted writer changed size by bytes we did not write."""
+
+
+def append_lines(
+    path: Path, data: bytes, *, fsync: bool = False, ends: dict[Path, int] | None = None
+) -> TornTail | None:
     """Append whole lines to `path` in one locked `O_APPEND` write; seal a torn tail first. Missing
     folders on the way are made 0700; a path that no longer is what `storage.access` decided raises
-    (see `storage.access.open_decided`) and nothing is written."""
+    (see `storage.access.open_decided`) and nothing is written. With `ends` (a sole writer's record of
+    where its last append to each file ended), a file that grew or shrank since raises `ForeignAppend`
+    and nothing is written: someone that takes no lock (the real CLI) writes into it too."""
     made: list[str] = []
     existed = path.exists()
     with locked_append_fd(path, made=made) as fd:
         ok, size = _ends_with_newline(fd)
+        expected = None if ends is None else ends.get(path)
+        if expected is not None and size != expected:
+            change = f"appended {size - expected} bytes to" if size > expected else "cut"
+            raise ForeignAppend(
+                f"{path}: another process {change} this session while we were its admitted writer "
+                "(the real CLI takes no lock of ours); nothing more is written into it"
+            )
         torn = None if ok else TornTail(path, size)
-        _write_all(fd, data if ok else b"\n" + data)
+        out = data if ok else b"\n" + data
+        _write_all(fd, out)
+        if ends is not None:
+            ends[path] = size + len(out)
         if fsync:
             os.fsync(fd)
     if fsync and (made or not existed):
@@ -104,9 +122,13 @@ class WriteQueue:
         interval: float | None = FLUSH_INTERVAL,
         on_torn: Callable[[TornTail], None] | None = None,
         trailer: Callable[[Path, list[str | None]], bytes | None] | None = None,
+        sole_writer: bool = False,
     ) -> None:
-        """`trailer(path, keys)` may return lines to end each batch for `path` with."""
+        """`trailer(path, keys)` may return lines to end each batch for `path` with. A `sole_writer`
+        queue (its writer was admitted, `storage.admission`) refuses to append to a file that changed
+        since its own last append to it (`ForeignAppend`), keeping the lines queued."""
         self.fsync = fsync
+        self._ends: dict[Path, int] | None = {} if sole_writer else None
         self.interval = interval
         self.on_torn = on_torn
         self.trailer = trailer
@@ -178,7 +200,7 @@ class WriteQueue:
                     if self.trailer is not None and n == len(chunks) - 1:
                         data += self.trailer(path, [i.key for i in items]) or b""
                     try:
-                        torn = append_lines(path, data, fsync=self.fsync)
+                        torn = append_lines(path, data, fsync=self.fsync, ends=self._ends)
                     except (OSError, SessionLspError) as exc:
                         result.errors.append((path, exc))
                         failed.extend(chunk)
