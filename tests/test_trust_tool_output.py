@@ -1,0 +1,55 @@
+"""A model's Read of a file far larger than memory, asking for a few lines (`offset`/`limit`, which
+lift the whole-file size check): the tool must read only what it shows, so the server does not run
+out of memory. The file is sparse (4 GiB, a few text lines at its head, then zeros); the tools run
+in a child process whose address space is capped at 1 GiB, so reading it whole fails there."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+HANG = 60.0
+CHILD = (
+    "import json, resource, sys\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+    "from pathlib import Path\n"
+    "from server.agent.tools import ToolContext, make_tools\n"
+    "from server.agent.tools.runner import ToolCall, run_calls\n"
+    "root, calls = json.loads(sys.argv[1])\n"
+    "out = run_calls([ToolCall(c['id'], 'Read', c['input']) for c in calls], make_tools(()), ToolContext(Path(root)))\n"
+    "print(json.dumps({k: {'content': v.content, 'is_error': v.is_error, 'extra': v.extra} for k, v in out.items()}))\n"
+)
+
+
+def read_in_child(root: Path, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps([str(root), calls])],
+        capture_output=True,
+        text=True,
+        timeout=HANG,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def test_read_with_offset_and_limit_reads_only_what_it_shows(tmp_path: Path) -> None:
+    big = tmp_path / "huge.log"
+    with big.open("wb") as fh:
+        fh.write(b"".join(b"line %d of the log\n" % n for n in range(1, 1001)))  # past the binary probe
+        fh.truncate(4 << 30)  # sparse: 4 GiB that take no disk
+    out = read_in_child(
+        tmp_path,
+        [
+            {"id": "head", "input": {"file_path": "huge.log", "offset": 3, "limit": 2}},
+            {"id": "whole", "input": {"file_path": "huge.log"}},
+        ],
+    )
+    assert out["head"]["is_error"] is False, out["head"]
+    assert out["head"]["content"] == "3\tline 3 of the log\n4\tline 4 of the log"
+    assert out["head"]["extra"]["file"]["content"] == "line 3 of the log\nline 4 of the log"
+    assert out["whole"]["is_error"] and "exceeds maximum allowed size" in out["whole"]["content"]
