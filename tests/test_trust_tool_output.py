@@ -53,3 +53,25 @@ def test_read_with_offset_and_limit_reads_only_what_it_shows(tmp_path: Path) -> 
     assert out["head"]["content"] == "3\tline 3 of the log\n4\tline 4 of the log"
     assert out["head"]["extra"]["file"]["content"] == "line 3 of the log\nline 4 of the log"
     assert out["whole"]["is_error"] and "exceeds maximum allowed size" in out["whole"]["content"]
+
+
+def test_grep_output_stays_small_on_long_matching_lines(tmp_path: Path) -> None:
+    """Minified files: one line of 1 MiB each that matches. What Grep answers goes to the model and
+    into the transcript, so it is bounded (lines cut, the whole cut) whatever the files hold."""
+    from server.agent.tools import ToolContext, make_tools
+    from server.agent.tools.runner import ToolCall, run_calls
+
+    for n in range(20):
+        (tmp_path / f"bundle{n}.min.js").write_text("var a=1;" * (128 * 1024) + f"function needle{n}(){{}}\n")
+    calls = [
+        ToolCall("content", "Grep", {"pattern": "needle", "output_mode": "content", "-n": True}),
+        ToolCall("files", "Grep", {"pattern": "needle"}),
+    ]
+    out = run_calls(calls, make_tools(()), ToolContext(tmp_path))
+    content = out["content"].content
+    print(f"Grep content answer: {len(content)} characters for 20 matching lines of 1 MiB")
+    assert len(content) <= 30_000, len(content)
+    lines = content.splitlines()
+    assert len(lines) == 20 and all(line.startswith(str(tmp_path / "bundle")) for line in lines), lines[:1]
+    assert all("more characters" in line for line in lines)
+    assert out["files"].content.splitlines()[0] == "Found 20 files"
