@@ -199,37 +199,18 @@ def _swapped(path: Path | str) -> Unsafe:
 
 def open_decided(path: os.PathLike[str] | str, flags: int, mode: int = 0o600, *, made: list[str] | None = None) -> int:
     """A descriptor of the path `resolve_target` decided, opened with `flags`, taking no symlink on
-    the way: every folder from `/` down is opened with `O_NOFOLLOW` under the previous one, and the
-    file with `O_NOFOLLOW | O_NONBLOCK`. A folder or the file swapped for a symlink since the decision
-    raises `Unsafe`; anything but a regular file `NotATranscript`; a file opened for writing that has
-    another name (a hard link) `Unsafe`. With `made`, missing folders are created 0700 on the way
-    (in the folder already opened) and their paths appended to it, outermost first."""
+    the way: its folder is opened by `open_decided_folder`, and the file in it with `O_NOFOLLOW |
+    O_NONBLOCK`. A folder or the file swapped for a symlink since the decision raises `Unsafe`;
+    anything but a regular file `NotATranscript`; a file opened for writing that has another name
+    (a hard link) `Unsafe`. `made` as for `open_decided_folder`."""
     path = Path(path)
-    if not path.is_absolute():
-        raise InvalidArgument(f"not an absolute path: {path}")
-    names = path.parts[1:]
-    folder = os.open(path.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    folder = open_decided_folder(path.parent, made=made)
     try:
-        for depth, name in enumerate(names[:-1], start=1):
-            try:
-                inner = _open_folder(name, folder, path)
-            except FileNotFoundError:
-                if made is None:
-                    raise
-                try:
-                    os.mkdir(name, 0o700, dir_fd=folder)
-                    made.append(os.path.join(path.anchor, *names[:depth]))
-                except FileExistsError:
-                    pass
-                inner = _open_folder(name, folder, path)
-            os.close(folder)
-            folder = inner
-        try:
-            fd = os.open(names[-1], flags | _FILE, mode, dir_fd=folder)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise _swapped(path) from None
-            raise
+        fd = os.open(path.name, flags | _FILE, mode, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _swapped(path) from None
+        raise
     finally:
         os.close(folder)
     try:
@@ -243,6 +224,37 @@ def open_decided(path: os.PathLike[str] | str, flags: int, mode: int = 0o600, *,
         os.close(fd)
         raise
     return fd
+
+
+def open_decided_folder(path: os.PathLike[str] | str, *, made: list[str] | None = None) -> int:
+    """A descriptor of a folder on a decided path, every folder from `/` down opened with
+    `O_NOFOLLOW` under the previous one (`Unsafe` where a symlink took a folder's place). With
+    `made`, missing folders are created 0700 on the way (in the folder already opened) and their
+    paths appended to it, outermost first."""
+    path = Path(path)
+    if not path.is_absolute():
+        raise InvalidArgument(f"not an absolute path: {path}")
+    names = path.parts[1:]
+    folder = os.open(path.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for depth, name in enumerate(names, start=1):
+            try:
+                inner = _open_folder(name, folder, path)
+            except FileNotFoundError:
+                if made is None:
+                    raise
+                try:
+                    os.mkdir(name, 0o700, dir_fd=folder)
+                    made.append(os.path.join(path.anchor, *names[:depth]))
+                except FileExistsError:
+                    pass
+                inner = _open_folder(name, folder, path)
+            os.close(folder)
+            folder = inner
+    except BaseException:
+        os.close(folder)
+        raise
+    return folder
 
 
 def _open_folder(name: str, folder: int, path: Path) -> int:

@@ -126,3 +126,27 @@ def test_a_session_file_swapped_between_two_appends_keeps_its_lines_queued(world
     path.with_name("kept-aside").rename(path)
     queue.close()
     assert path.read_bytes() == original + b'{"type":"tag","tag":"two"}\n'
+
+
+def test_a_subagent_folder_swapped_for_a_symlink_takes_neither_its_rows_nor_its_meta_out(tmp_path: Path) -> None:
+    """A subagent's files are decided when it starts; its `<session>/subagents` folder is then
+    replaced by a symlink to a folder outside before its first row: neither the `.meta.json` sidecar
+    nor the rows may land there."""
+    from storage.errors import SessionLspError
+    from storage.recorder import SessionRecorder
+
+    projects, work, outside = tmp_path / "config" / "projects", tmp_path / "work", tmp_path / "outside"
+    work.mkdir()
+    outside.mkdir()
+    rec = SessionRecorder.create(projects, str(work), interval=None)
+    rec.record_prompt("hello")
+    rec.flush()
+    sub = rec.record_subagent("a0123456789abcdef", description="look around")
+    folder = sub.path.parent
+    folder.mkdir(parents=True)
+    folder.rename(tmp_path / "moved")
+    folder.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(SessionLspError):
+        sub.record_prompt("inside the subagent")
+        rec.flush()
+    assert sorted(outside.iterdir()) == []
