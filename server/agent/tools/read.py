@@ -66,7 +66,7 @@ class ReadTool:
         return ToolOutput(body, extra=_extra(raw, "\n".join(chosen), len(chosen), offset, total))
 
 
-def _read_lines(ctx: ToolContext, path: Path, raw: str, first: int, count: int) -> tuple[list[bytes], int, int]:
+def _read_lines(ctx: ToolContext, path: Path, raw: str | None, first: int, count: int) -> tuple[list[bytes], int, int]:
     """Lines `first`..`first + count - 1` (from 0, as `text.split("\\n")` numbers them) of the file,
     each cut at LINE_BYTES, all together at WINDOW_BYTES; how many lines it has; how many bytes.
     Read in chunks: nothing else is kept."""
