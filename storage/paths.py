@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MAX_FOLDER_UNITS = 200
-UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 AGENT_ID_RE = re.compile(r"[A-Za-z0-9_-]+")
-AGENT_FILE_RE = re.compile(r"^agent-(?P<id>[A-Za-z0-9_-]+)\.jsonl$")
+AGENT_FILE_RE = re.compile(r"^agent-(?P<id>[A-Za-z0-9_-]+)\.jsonl\Z")
 
 
 def config_home() -> Path:

@@ -53,3 +53,35 @@ def test_a_request_naming_another_projects_folder_is_refused(
     assert after == before
     ok = server.call(method, {"sessionId": S1, "projectsDir": str(served)}, timeout=30)
     assert "result" in ok, ok  # naming its own folder is fine
+
+
+def test_a_session_id_with_a_trailing_newline_is_no_session_id(tmp_path: Path) -> None:
+    """`$` in a regular expression also matches before a final newline: `<uuid>\\n` must not pass
+    for a session id, neither to name a file we create nor to list a planted `<uuid>\\n.jsonl`."""
+    import json
+    import subprocess
+    import sys
+
+    from storage.errors import InvalidArgument
+    from storage.recorder import SessionRecorder
+
+    projects = tmp_path / "config" / "projects"
+    shutil.copytree(CORPUS / "projects", projects)
+    odd = "22222222-2222-4222-8222-222222222222\n"
+    source = projects / "-Users-me-shop" / f"{S1}.jsonl"
+    (source.parent / f"{odd}.jsonl").write_bytes(source.read_bytes().replace(S1.encode(), odd.strip().encode()))
+    listed = subprocess.run(
+        [sys.executable, "-m", "server.cli", "list", "--json", "--projects-dir", str(projects)],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert odd not in [s["sessionId"] for s in json.loads(listed.stdout)]
+    work = tmp_path / "work"
+    work.mkdir()
+    before = sorted(projects.rglob("*"))
+    with pytest.raises(InvalidArgument):
+        SessionRecorder.create(projects, str(work), session_id=odd, mark_live=False)
+    assert sorted(projects.rglob("*")) == before
