@@ -1,7 +1,8 @@
-"""A model's Read of a file far larger than memory, asking for a few lines (`offset`/`limit`, which
-lift the whole-file size check): the tool must read only what it shows, so the server does not run
-out of memory. The file is sparse (4 GiB, a few text lines at its head, then zeros); the tools run
-in a child process whose address space is capped at 1 GiB, so reading it whole fails there."""
+"""Tool calls whose input or output could exhaust the server's memory: a Read of a few lines of a file
+far larger than memory (`offset`/`limit` lift the whole-file size check), an Edit of such a file or
+one whose `replace_all` would grow it beyond bound, a Grep over minified files. The large files are
+sparse (4 GiB that take no disk); the tools run in a child process whose address space is capped at
+1 GiB, so holding such a file whole fails there."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ CHILD = (
     "from server.agent.tools import ToolContext, make_tools\n"
     "from server.agent.tools.runner import ToolCall, run_calls\n"
     "root, calls = json.loads(sys.argv[1])\n"
-    "out = run_calls([ToolCall(c['id'], 'Read', c['input']) for c in calls], make_tools(()), ToolContext(Path(root)))\n"
+    "tools = make_tools(['Edit'])\n"
+    "out = run_calls([ToolCall(c['id'], c.get('name', 'Read'), c['input']) for c in calls], tools, ToolContext(Path(root)))\n"
     "print(json.dumps({k: {'content': v.content, 'is_error': v.is_error, 'extra': v.extra} for k, v in out.items()}))\n"
 )
 
@@ -75,3 +77,26 @@ def test_grep_output_stays_small_on_long_matching_lines(tmp_path: Path) -> None:
     assert len(lines) == 20 and all(line.startswith(str(tmp_path / "bundle")) for line in lines), lines[:1]
     assert all("more characters" in line for line in lines)
     assert out["files"].content.splitlines()[0] == "Found 20 files"
+
+
+def test_edit_refuses_a_file_or_a_result_too_large_to_hold(tmp_path: Path) -> None:
+    huge = tmp_path / "huge.txt"
+    with huge.open("wb") as fh:
+        fh.write(b"x = 1\n")
+        fh.truncate(4 << 30)
+    many = tmp_path / "many.txt"
+    many.write_bytes(b"a" * (1 << 20))
+    out = read_in_child(
+        tmp_path,
+        [
+            {"id": "huge", "name": "Edit", "input": {"file_path": "huge.txt", "old_string": "x", "new_string": "y"}},
+            {
+                "id": "grow",
+                "name": "Edit",
+                "input": {"file_path": "many.txt", "old_string": "a", "new_string": "b" * 2048, "replace_all": True},
+            },
+        ],
+    )
+    for name in ("huge", "grow"):
+        assert out[name]["is_error"] and "too large" in out[name]["content"], (name, out[name])
+    assert many.read_bytes() == b"a" * (1 << 20) and huge.stat().st_size == 4 << 30
