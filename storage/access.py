@@ -7,16 +7,22 @@ or by path, from the command line, the language server and the agent alike. Its 
   projects folder;
 - to read or append, it is a regular file (not a FIFO, device, folder or dangling link) whose first
   rows carry `type` and `sessionId` as the CLI writes them (1.0.x summary files: `type: summary`);
-  to append, it is also a session file (`<project folder>/<uuid>.jsonl`), never a subagent file;
+  to append, it is also a session file (`<project folder>/<uuid>.jsonl`), never a subagent file,
+  and it has one name only: a hard link may share its bytes with a file outside, which symlink
+  resolution cannot see, so a write would change that file too;
 - to create, nothing exists at the path yet (not even a dangling link) and every existing folder
   on the way is really inside the projects folder.
 
-Anything else raises `OutsideProjects`, `NotATranscript` or `NotFound` and nothing is touched. The
-decided path is the real path: callers open that, and creation uses `O_EXCL | O_NOFOLLOW`.
+Anything else raises `OutsideProjects`, `NotATranscript`, `NotFound` or `Unsafe` and nothing is touched. The
+decided path is the real path, so no part of it is a symlink; `open_decided` opens it so that this
+still holds at the open, however long after the decision (a turn appends for minutes): each folder
+on the way is opened without following a symlink, the file too, and what was opened must be a
+regular file with a single name when it is opened for writing.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -24,7 +30,7 @@ from typing import Literal
 
 import orjson
 
-from storage.errors import InvalidArgument, NotATranscript, NotFound, OutsideProjects
+from storage.errors import InvalidArgument, NotATranscript, NotFound, OutsideProjects, Unsafe
 from storage.paths import UUID_RE, is_inside, project_folder_name, real_root, resolve_cwd
 
 Access = Literal["read", "write", "create"]
@@ -77,6 +83,13 @@ def looks_like_transcript(path: Path) -> bool:
     )
 
 
+def _hard_link(path: Path | str, names: int) -> str:
+    return (
+        f"{path} is a hard link ({names} names for one file): writing would change the file under every "
+        "name, possibly outside the projects folder; refused"
+    )
+
+
 def _existing(root: Path, given: Path, access: Access) -> Path:
     real = Path(os.path.realpath(given))
     if not is_inside(root, real):
@@ -93,6 +106,8 @@ def _existing(root: Path, given: Path, access: Access) -> Path:
         raise NotATranscript(f"{given} is not a .jsonl transcript")
     if access == "write" and not (real.parent.parent == root and UUID_RE.match(real.stem)):
         raise NotATranscript(f"{given} is not a session file (<project folder>/<session id>.jsonl)")
+    if access == "write" and st.st_nlink > 1:
+        raise Unsafe(_hard_link(given, st.st_nlink))
     try:
         ok = looks_like_transcript(real)
     except OSError as exc:
@@ -133,7 +148,7 @@ def resolve_target(
     access: Access = "read",
 ) -> Path:
     """The real path of the session file named by `path` or `session_id`, if `access` to it is
-    allowed (see the module docstring); else `OutsideProjects`, `NotATranscript` or `NotFound`."""
+    allowed (see the module docstring); else `OutsideProjects`, `NotATranscript`, `NotFound` or `Unsafe`."""
     root = real_root(projects_dir)
     if path is not None:
         text = _check_text(os.fspath(path), "path")
@@ -157,7 +172,7 @@ def resolve_target(
             continue
         try:
             return _existing(root, candidate, access)
-        except (OutsideProjects, NotATranscript, NotFound) as exc:
+        except (OutsideProjects, NotATranscript, NotFound, Unsafe) as exc:
             refused = refused or exc
     if refused is not None:
         raise refused
@@ -171,3 +186,81 @@ def new_session_path(projects_dir: Path | str, cwd: str, session_id: str) -> Pat
         raise InvalidArgument(f"not a session id: {session_id!r}")
     folder = project_folder_name(resolve_cwd(_check_text(cwd, "cwd")))
     return resolve_target(projects_dir, path=real_root(projects_dir) / folder / f"{session_id}.jsonl", access="create")
+
+
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_WRITING = os.O_WRONLY | os.O_RDWR
+
+
+def _swapped(path: Path | str) -> Unsafe:
+    return Unsafe(f"{path}: a symbolic link took the place of a folder or of the file after it was decided; refused")
+
+
+def open_decided(path: os.PathLike[str] | str, flags: int, mode: int = 0o600, *, made: list[str] | None = None) -> int:
+    """A descriptor of the path `resolve_target` decided, opened with `flags`, taking no symlink on
+    the way: its folder is opened by `open_decided_folder`, and the file in it with `O_NOFOLLOW |
+    O_NONBLOCK`. A folder or the file swapped for a symlink since the decision raises `Unsafe`;
+    anything but a regular file `NotATranscript`; a file opened for writing that has another name
+    (a hard link) `Unsafe`. `made` as for `open_decided_folder`."""
+    path = Path(path)
+    folder = open_decided_folder(path.parent, made=made)
+    try:
+        fd = os.open(path.name, flags | _FILE, mode, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _swapped(path) from None
+        raise
+    finally:
+        os.close(folder)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotATranscript(f"{path} is not a regular file")
+        if flags & _WRITING and st.st_nlink > 1:
+            raise Unsafe(_hard_link(path, st.st_nlink))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_decided_folder(path: os.PathLike[str] | str, *, made: list[str] | None = None) -> int:
+    """A descriptor of a folder on a decided path, every folder from `/` down opened with
+    `O_NOFOLLOW` under the previous one (`Unsafe` where a symlink took a folder's place). With
+    `made`, missing folders are created 0700 on the way (in the folder already opened) and their
+    paths appended to it, outermost first."""
+    path = Path(path)
+    if not path.is_absolute():
+        raise InvalidArgument(f"not an absolute path: {path}")
+    names = path.parts[1:]
+    folder = os.open(path.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for depth, name in enumerate(names, start=1):
+            try:
+                inner = _open_folder(name, folder, path)
+            except FileNotFoundError:
+                if made is None:
+                    raise
+                try:
+                    os.mkdir(name, 0o700, dir_fd=folder)
+                    made.append(os.path.join(path.anchor, *names[:depth]))
+                except FileExistsError:
+                    pass
+                inner = _open_folder(name, folder, path)
+            os.close(folder)
+            folder = inner
+    except BaseException:
+        os.close(folder)
+        raise
+    return folder
+
+
+def _open_folder(name: str, folder: int, path: Path) -> int:
+    try:
+        return os.open(name, _FOLDER, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise _swapped(path) from None
+        raise

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import subprocess
 import sys
 import threading
@@ -108,10 +109,28 @@ def record_alive(pid: int, recorded_start: object) -> bool:
     return True
 
 
+RECORD_BYTES = 64 * 1024
+"""A record is a small JSON object; more than this is not one."""
+
+
 def _read(path: Path) -> dict[str, Any] | None:
+    """A record's JSON object; None for anything else: damaged, too big, a symlink, or no regular
+    file at all (a FIFO would block the reader, a link to a device would never end)."""
     try:
-        data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        raw = os.read(fd, RECORD_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        data = orjson.loads(raw) if len(raw) <= RECORD_BYTES else None
+    except orjson.JSONDecodeError:
         return None
     return data if isinstance(data, dict) else None
 

@@ -13,15 +13,19 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from storage.access import open_decided
+
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 
 
 @contextmanager
-def locked_append_fd(path: os.PathLike[str] | str) -> Iterator[int]:
+def locked_append_fd(path: os.PathLike[str] | str, *, made: list[str] | None = None) -> Iterator[int]:
     """An `O_APPEND` descriptor on `path` (created 0600), exclusively `flock`ed while open. `path` is
-    a decided real path (`storage.access`): a symlink put in its place is refused (`O_NOFOLLOW`)."""
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE)
+    a decided real path (`storage.access`), opened by `open_decided`: a folder or the file swapped for
+    a symlink since, a FIFO put in its place or a hard link is refused. With `made`, missing folders
+    are created 0700 on the way and listed there."""
+    fd = open_decided(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE, made=made)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield fd

@@ -9,24 +9,30 @@ from typing import Any
 
 import orjson
 
+from storage.access import open_decided_folder
 from storage.admission import admit
 from storage.errors import NotFound
 from storage.jsonline import dump_line
 from storage.livesession import config_dir_of
-from storage.locking import FILE_MODE, make_private_dirs
+from storage.locking import FILE_MODE
 from storage.writequeue import TornTail, append_lines
 
 
 def write_private_json(path: Path, value: Any) -> None:
-    """Write a small JSON file atomically, mode 0600, its folders 0700."""
-    make_private_dirs(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    """Write a small JSON file atomically, mode 0600, its folders 0700; `path` is decided
+    (`storage.access`), and written through its folder opened by `open_decided_folder`, so a folder
+    swapped for a symlink since takes nothing out."""
+    folder = open_decided_folder(path.parent, made=[])
     try:
-        os.write(fd, orjson.dumps(value))
+        tmp = f".{path.name}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=folder)
+        try:
+            os.write(fd, orjson.dumps(value))
+        finally:
+            os.close(fd)
+        os.replace(tmp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
     finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        os.close(folder)
 
 
 def append_metadata(

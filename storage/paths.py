@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MAX_FOLDER_UNITS = 200
-UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 AGENT_ID_RE = re.compile(r"[A-Za-z0-9_-]+")
-AGENT_FILE_RE = re.compile(r"^agent-(?P<id>[A-Za-z0-9_-]+)\.jsonl$")
+AGENT_FILE_RE = re.compile(r"^agent-(?P<id>[A-Za-z0-9_-]+)\.jsonl\Z")
 
 
 def config_home() -> Path:
@@ -113,6 +113,20 @@ def stays_inside(root: Path | str, path: Path | str) -> bool:
     for what discovery may list and read, so a symlinked project folder, session or subagent file
     that points elsewhere is never read (nor listed, indexed or searched)."""
     return is_inside(real_root(root), Path(os.path.realpath(path)))
+
+
+def linked_below(root: Path, path: Path) -> bool:
+    """Some folder on the way from `root` (itself excluded) to `path`, or `path` itself, is a symlink:
+    only then can `path` lead out, so `stays_inside` need not resolve it (one `lstat` per level
+    instead). False for a path that is not below `root`."""
+    try:
+        names = path.relative_to(root).parts
+    except ValueError:
+        return False
+    for depth in range(1, len(names) + 1):
+        if root.joinpath(*names[:depth]).is_symlink():
+            return True
+    return False
 
 
 def _entries(folder: Path) -> list[os.DirEntry[str]]:

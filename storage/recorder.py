@@ -10,6 +10,7 @@ the session's metadata at close so it stays in the file's last 64 KiB. No networ
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import uuid as uuidlib
 from collections.abc import Iterable
@@ -59,7 +60,8 @@ def new_uuid() -> str:
 
 def git_branch_of(cwd: str) -> str:
     """The branch checked out at `cwd` read from `.git/HEAD`; `HEAD` when detached or no repo
-    (what the CLI writes outside a repository)."""
+    (what the CLI writes outside a repository). The working directory may be hostile: `.git` and
+    HEAD are read only if they are small regular files (a FIFO would block, a device never end)."""
     cur = Path(cwd)
     for d in (cur, *cur.parents):
         git = d / ".git"
@@ -67,20 +69,35 @@ def git_branch_of(cwd: str) -> str:
         if git.is_dir():
             head = git / "HEAD"
         elif git.is_file():
-            try:
-                text = git.read_text(encoding="utf-8").strip()
-            except OSError:
+            text = _small_text(git)
+            if text is None:
                 return "HEAD"
             if text.startswith("gitdir:"):
                 gd = Path(text[7:].strip())
                 head = (gd if gd.is_absolute() else d / gd) / "HEAD"
         if head is not None:
-            try:
-                ref = head.read_text(encoding="utf-8").strip()
-            except OSError:
+            ref = _small_text(head)
+            if ref is None:
                 return "HEAD"
             return ref[len("ref: refs/heads/") :] if ref.startswith("ref: refs/heads/") else "HEAD"
     return "HEAD"
+
+
+def _small_text(path: Path, limit: int = 4096) -> str | None:
+    """The stripped text of a regular file of at most `limit` bytes; None for anything else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return None if len(data) > limit else data.decode("utf-8", "replace").strip()
 
 
 def _prompt_text(content: Any) -> str | None:
@@ -360,7 +377,13 @@ class SessionRecorder(_Writer):
         self._admission: Admission | None = None
         if mark_live:  # admitted before anything else is set up: a refused writer leaves nothing behind
             self._admission = admit(session_id, config_dir=config, cwd=cwd, version=version, entrypoint=entrypoint)
-        self._queue = WriteQueue(fsync=fsync, interval=interval, on_torn=self.torn_tails.append, trailer=self._trailer)
+        self._queue = WriteQueue(
+            fsync=fsync,
+            interval=interval,
+            on_torn=self.torn_tails.append,
+            trailer=self._trailer,
+            sole_writer=mark_live,  # admitted: any byte not ours is another writer's
+        )
 
     # ---- construction -------------------------------------------------------------------------
 

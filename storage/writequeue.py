@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage.locking import locked_append_fd, make_private_dirs
+from storage.errors import InUse, SessionLspError
+from storage.locking import locked_append_fd
 
 FLUSH_INTERVAL = 0.1
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -46,7 +47,8 @@ class _Pending:
 class FlushResult:
     durable: list[str] = field(default_factory=list)
     sealed: list[TornTail] = field(default_factory=list)
-    errors: list[tuple[Path, OSError]] = field(default_factory=list)
+    errors: list[tuple[Path, OSError | SessionLspError]] = field(default_factory=list)
+    """Appends that failed (their lines stay queued): an OS error, or a refusal of `storage.access`."""
 
 
 def _ends_with_newline(fd: int) -> tuple[bool, int]:
@@ -63,18 +65,38 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def append_lines(path: Path, data: bytes, *, fsync: bool = False) -> TornTail | None:
-    """Append whole lines to `path` in one locked `O_APPEND` write; seal a torn tail first."""
-    created = make_private_dirs(path.parent)
+class ForeignAppend(InUse):
+    """A file we write as its only admitted writer changed size by bytes we did not write."""
+
+
+def append_lines(
+    path: Path, data: bytes, *, fsync: bool = False, ends: dict[Path, int] | None = None
+) -> TornTail | None:
+    """Append whole lines to `path` in one locked `O_APPEND` write; seal a torn tail first. Missing
+    folders on the way are made 0700; a path that no longer is what `storage.access` decided raises
+    (see `storage.access.open_decided`) and nothing is written. With `ends` (a sole writer's record of
+    where its last append to each file ended), a file that grew or shrank since raises `ForeignAppend`
+    and nothing is written: someone that takes no lock (the real CLI) writes into it too."""
+    made: list[str] = []
     existed = path.exists()
-    with locked_append_fd(path) as fd:
+    with locked_append_fd(path, made=made) as fd:
         ok, size = _ends_with_newline(fd)
+        expected = None if ends is None else ends.get(path)
+        if expected is not None and size != expected:
+            change = f"appended {size - expected} bytes to" if size > expected else "cut"
+            raise ForeignAppend(
+                f"{path}: another process {change} this session while we were its admitted writer "
+                "(the real CLI takes no lock of ours); nothing more is written into it"
+            )
         torn = None if ok else TornTail(path, size)
-        _write_all(fd, data if ok else b"\n" + data)
+        out = data if ok else b"\n" + data
+        _write_all(fd, out)
+        if ends is not None:
+            ends[path] = size + len(out)
         if fsync:
             os.fsync(fd)
-    if fsync and (created or not existed):
-        for d in {path.parent, *(Path(c).parent for c in created)}:
+    if fsync and (made or not existed):
+        for d in {path.parent, *(Path(c).parent for c in made)}:
             _fsync_dir(d)
     return torn
 
@@ -100,9 +122,13 @@ class WriteQueue:
         interval: float | None = FLUSH_INTERVAL,
         on_torn: Callable[[TornTail], None] | None = None,
         trailer: Callable[[Path, list[str | None]], bytes | None] | None = None,
+        sole_writer: bool = False,
     ) -> None:
-        """`trailer(path, keys)` may return lines to end each batch for `path` with."""
+        """`trailer(path, keys)` may return lines to end each batch for `path` with. A `sole_writer`
+        queue (its writer was admitted, `storage.admission`) refuses to append to a file that changed
+        since its own last append to it (`ForeignAppend`), keeping the lines queued."""
         self.fsync = fsync
+        self._ends: dict[Path, int] | None = {} if sole_writer else None
         self.interval = interval
         self.on_torn = on_torn
         self.trailer = trailer
@@ -174,8 +200,8 @@ class WriteQueue:
                     if self.trailer is not None and n == len(chunks) - 1:
                         data += self.trailer(path, [i.key for i in items]) or b""
                     try:
-                        torn = append_lines(path, data, fsync=self.fsync)
-                    except OSError as exc:
+                        torn = append_lines(path, data, fsync=self.fsync, ends=self._ends)
+                    except (OSError, SessionLspError) as exc:
                         result.errors.append((path, exc))
                         failed.extend(chunk)
                         continue
@@ -200,6 +226,8 @@ class WriteQueue:
             result.durable, self._durable_since_report = self._durable_since_report, []
         if result.errors:
             path, exc = result.errors[0]
+            if isinstance(exc, SessionLspError):
+                raise exc
             raise OSError(exc.errno, f"append to {path} failed: {exc.strerror}", str(path)) from exc
         return result
 

@@ -74,9 +74,10 @@ def test_memory_order_imports_and_cycles(tmp_path: Path) -> None:
     managed.parent.mkdir(parents=True)
     managed.write_text("managed")
     (home / "CLAUDE.md").write_text("user")
-    (tmp_path / "work" / "CLAUDE.md").write_text("parent @a.md")
-    (tmp_path / "work" / "a.md").write_text("A imports @b.md")
-    (tmp_path / "work" / "b.md").write_text("B imports @a.md again")
+    # imported files inside the working directory: the CLI leaves out external ones until approved
+    (tmp_path / "work" / "CLAUDE.md").write_text("parent @app/a.md")
+    (project / "a.md").write_text("A imports @b.md")
+    (project / "b.md").write_text("B imports @a.md again")
     (project / "CLAUDE.md").write_text("project\n```\n@not-an-import.md\n```\n`@inline.md`")
     (project / ".claude" / "CLAUDE.md").write_text("dot-claude")
     (project / ".claude" / "rules" / "style.md").write_text("rule")

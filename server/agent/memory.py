@@ -6,17 +6,24 @@ from the filesystem root down to the working directory: `CLAUDE.md`, `.claude/CL
 `.claude/rules/*.md`, `CLAUDE.local.md`. An `@path` (relative to the including file, `~/`, or
 absolute) pulls a file in right after its includer, at most 5 levels deep, each file once;
 `@` inside fenced code blocks or inline code is not an import.
+
+An import by project memory (a folder's `CLAUDE.md`, `.claude/`, `CLAUDE.local.md`, the working
+directory's or an ancestor's) whose file, every symlink resolved, is outside the working directory
+is external: as the CLI 2.1.328 does, it is loaded only once the project's external imports were
+approved in the CLI (`hasClaudeMdExternalIncludesApproved` in its `.claude.json`), so a checkout
+cannot pull `~/.ssh/id_rsa` into what the model is sent. Managed and user memory import freely.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.paths import config_home
+from storage.paths import config_home, is_inside
 
 MAX_IMPORT_DEPTH = 5
 HEADER = (
@@ -84,18 +91,43 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _load(path: Path, kind: str, seen: set[str], depth: int = 0, parent: Path | None = None) -> list[MemoryFile]:
+def _load(
+    path: Path,
+    kind: str,
+    seen: set[str],
+    depth: int = 0,
+    parent: Path | None = None,
+    inside: Path | None = None,
+) -> list[MemoryFile]:
+    """`path` and what it imports; an import whose real path is not inside `inside` (when given) is left out."""
     key = os.path.realpath(path)
     if key in seen or depth > MAX_IMPORT_DEPTH:
         return []
+    if depth and inside is not None and not is_inside(inside, Path(key)):
+        return []  # an external import, not approved
     text = _read(path)
     if text is None:
         return []
     seen.add(key)
     out = [MemoryFile(path, kind, text, parent)]
     for child in import_paths(text, path.parent):
-        out += _load(child, kind, seen, depth + 1, path)
+        out += _load(child, kind, seen, depth + 1, path, inside)
     return out
+
+
+def external_imports_approved(cwd: Path) -> bool:
+    """The CLI's answer for `cwd` to "allow external CLAUDE.md imports?": its `.claude.json`
+    (`$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`), `projects[cwd]`."""
+    folder = os.environ.get("CLAUDE_CONFIG_DIR")
+    path = Path(folder) / ".claude.json" if folder else Path(os.path.expanduser("~")) / ".claude.json"
+    text = _read(path)
+    try:
+        data = json.loads(text) if text else None
+    except ValueError:
+        return False
+    projects = data.get("projects") if isinstance(data, dict) else None
+    project = projects.get(str(cwd)) if isinstance(projects, dict) else None
+    return isinstance(project, dict) and project.get("hasClaudeMdExternalIncludesApproved") is True
 
 
 def _rules(folder: Path) -> list[Path]:
@@ -122,12 +154,14 @@ def load_memory(cwd: str | Path, *, home: Path | None = None, managed: Path | No
     out += _load(user_home / "CLAUDE.md", "User", seen)
     for rule in _rules(user_home):
         out += _load(rule, "User", seen)
-    for folder in _folders_down_to(Path(cwd)):
-        out += _load(folder / "CLAUDE.md", "Project", seen)
-        out += _load(folder / ".claude" / "CLAUDE.md", "Project", seen)
+    folders = _folders_down_to(Path(cwd))
+    inside = None if external_imports_approved(folders[-1]) else folders[-1]
+    for folder in folders:
+        out += _load(folder / "CLAUDE.md", "Project", seen, inside=inside)
+        out += _load(folder / ".claude" / "CLAUDE.md", "Project", seen, inside=inside)
         for rule in _rules(folder / ".claude"):
-            out += _load(rule, "Project", seen)
-        out += _load(folder / "CLAUDE.local.md", "Local", seen)
+            out += _load(rule, "Project", seen, inside=inside)
+        out += _load(folder / "CLAUDE.local.md", "Local", seen, inside=inside)
     return out
 
 

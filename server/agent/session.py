@@ -12,7 +12,15 @@ from storage.access import resolve_target
 from storage.errors import InvalidArgument, NotFound, Unsafe
 from storage.fork import fork_session
 from storage.lookup import find_continue, resolve_session
-from storage.paths import UUID_RE, candidate_project_dirs, default_projects_dir, resolve_cwd
+from storage.paths import (
+    UUID_RE,
+    candidate_project_dirs,
+    config_home,
+    default_projects_dir,
+    is_inside,
+    real_root,
+    resolve_cwd,
+)
 from storage.recorder import SessionRecorder
 from storage.sessions import read_session_info
 
@@ -35,17 +43,21 @@ def find_session(projects_dir: Path, ref: str, cwd: str | None) -> Path:
     return resolve_session(projects_dir, ref, cwd, access="write")
 
 
-def sandbox_root(cwd: str | None, recorded: str) -> Path:
+def sandbox_root(cwd: str | None, recorded: str, *, config: Path | None = None) -> Path:
     """The folder a turn's tools are confined to: `cwd` when the client gave one, else the
-    session's recorded cwd, which may not be `/` or the home folder (too wide to be implied)."""
+    session's recorded cwd (data of the transcript), which may not be too wide to be implied: `/`,
+    the home folder or a folder holding it, nor the config home (`config`, else the default one:
+    credentials and every transcript) or a folder inside it."""
     if cwd is not None:
         root = Path(resolve_cwd(cwd))
     else:
         root = Path(resolve_cwd(recorded))
-        wide = {Path("/"), Path(resolve_cwd(os.path.expanduser("~")))}
-        if root in wide:
+        home = Path(resolve_cwd(os.path.expanduser("~")))
+        homes = {real_root(config_home()), *([real_root(config)] if config is not None else [])}
+        if root == home or root in home.parents or any(is_inside(c, root) for c in homes):
             raise Unsafe(
-                f"the session's working directory is {root}; a turn's tools would reach all of it. "
+                f"the session's working directory is {root}; a turn's tools would reach all of it "
+                "(the home folder, the config home with its credentials and transcripts, or more). "
                 "Pass cwd explicitly to allow that, or a narrower folder"
             )
     if cwd is not None and not root.is_dir():
@@ -71,12 +83,13 @@ def open_session(request: TurnRequest, *, fsync: bool = False) -> OpenSession:
         path = find_session(projects, request.session, cwd)
     forked_from = None
     if mode == "fork":
-        sandbox_root(cwd, read_session_info(path, with_subagents=False, count=False).cwd or ".")  # before writing
+        recorded = read_session_info(path, with_subagents=False, count=False).cwd or "."
+        sandbox_root(cwd, recorded, config=projects.parent)  # before writing
         forked_from = path.stem
         _, path = fork_session(path, projects, fsync=fsync)
     rec = SessionRecorder.adopt(path, fsync=fsync, config_dir=projects.parent)
     try:
-        work = sandbox_root(cwd, rec.cwd)
+        work = sandbox_root(cwd, rec.cwd, config=projects.parent)
     except BaseException:
         rec.abandon()
         raise

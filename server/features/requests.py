@@ -62,6 +62,7 @@ class SessionRequests:
         """The session named by `path` or `sessionId`, decided by `storage.access`: in the projects
         folder, else (an id found in no local folder, or a path in a mirror) in a store's mirror,
         which is only read: asking to write there raises `MirrorIsReadOnly`."""
+        self.same_projects_dir(params)
         path = str_param(params, "path", required=False)
         sid = None if path is not None else str_param(params, "sessionId", required=True)
         if path is not None:

@@ -30,7 +30,7 @@ from server.index.saved import (
     stamps,
 )
 from storage.indexdb import DAMAGE, IndexDB
-from storage.paths import AGENT_FILE_RE, is_session_file, stays_inside
+from storage.paths import AGENT_FILE_RE, is_session_file, linked_below, stays_inside
 from storage.reader import NotARegularFile, why_not_regular
 from storage.rows import Row
 from storage.sessions import SessionInfo, read_session_info
@@ -301,6 +301,10 @@ class ProjectIndex:
             self._members.setdefault(key, set()).add(path)
             if kind in ("subagent", "legacy-agent"):
                 self._touch_agent_users(key[0], None, changes)
+        elif linked_below(self.projects_dir, path) and not stays_inside(self.projects_dir, path):
+            self.skip(path, LEADS_OUT)  # it, or a folder on its way, was swapped for a link out since it was read
+            self._remove(path, changes)
+            return
         try:
             how = state.refresh()
         except NotARegularFile as exc:  # replaced by a FIFO, a folder, ...

@@ -5,6 +5,8 @@ session's working directory with every symlink resolved). A symlink whose target
 neither read nor listed; a path swapped for a symlink between the check and the open is caught by
 opening without following symlinks, under a folder whose open descriptor is checked in turn.
 Only regular files are read: a FIFO, socket or device is refused, so no read can block forever.
+A file with more than one name (a hard link, which resolving symlinks cannot see) is never written:
+its other name may be outside the root.
 """
 
 from __future__ import annotations
@@ -119,7 +121,7 @@ class ToolContext:
     def open_file(self, path: Path, flags: int = os.O_RDONLY, mode: int = 0o666) -> int:
         """A descriptor of the regular file `path`: its folder is opened under the rule, the name is
         opened in that folder without following symlinks and without blocking, and anything but a
-        regular file (FIFO, socket, device) is refused with the reason."""
+        regular file (FIFO, socket, device) is refused with the reason, as is writing a hard link."""
         path = Path(path)
         refuse_special(path)
         parent = self.open_dir(path.parent)
@@ -136,10 +138,15 @@ class ToolContext:
         finally:
             os.close(parent)
         try:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                kind = special_kind(mode) or ("a folder" if stat.S_ISDIR(mode) else "not a regular file")
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                kind = special_kind(st.st_mode) or ("a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file")
                 raise ToolError(f"{path} is {kind}; only regular files can be read or written")
+            if flags & (os.O_WRONLY | os.O_RDWR) and st.st_nlink > 1:
+                raise ToolError(
+                    f"{path} is a hard link ({st.st_nlink} names for one file, maybe outside the working "
+                    "directory): writing it would change them all; access denied"
+                )
         except BaseException:
             os.close(fd)
             raise

@@ -1,8 +1,9 @@
 """Bash: a shell command run in the working directory (off unless the user turns it on).
 
 The command's working directory is the session's; a shell can still reach outside it, which is
-why the tool is opt-in. It runs in a session of its own; on timeout or cancel the whole tree is
-killed, and a background process that keeps the output open cannot keep the call waiting."""
+why the tool is opt-in. It runs in a session of its own, as a child subreaper; on timeout or cancel
+the whole tree is killed (orphans that left the session too), and a background process that keeps
+the output open cannot keep the call waiting."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import threading
 from typing import IO, Any
 
 from server.agent.tools.base import ToolCancelled, ToolContext, ToolError, ToolOutput, int_arg, schema, string_arg
-from server.agent.tools.processes import kill_tree
+from server.agent.tools.processes import as_subreaper, kill_tree
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -46,7 +47,7 @@ class BashTool:
         limit_ms = timeout_ms(tool_input)
         ctx.checkpoint()
         proc = subprocess.Popen(
-            ["bash", "-c", command],
+            as_subreaper(["bash", "-c", command]),
             cwd=str(ctx.cwd),
             env=ctx.env,
             stdin=subprocess.DEVNULL,

@@ -1,4 +1,8 @@
-"""Grep: a regular expression (RE2 syntax, linear time) over the files of the working directory."""
+"""Grep: a regular expression (RE2 syntax, linear time) over the files of the working directory.
+
+What it answers goes to the model and into the transcript, so it is bounded whatever the files hold:
+a matching line is cut at MAX_COLUMNS characters, only `head_limit` lines are kept, and the answer is
+cut at MAX_OUTPUT characters."""
 
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ from server.agent.tools.walk import Entry, walk_files
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 DEFAULT_HEAD = 250
+MAX_COLUMNS = 500
+MAX_OUTPUT = 30_000
 MODES = ("files_with_matches", "content", "count")
 CHECK_EVERY = 2000
 """Matching lines between two checks for cancellation or the deadline."""
@@ -81,14 +87,24 @@ class GrepTool:
             elif mode == "count":
                 lines.append(f"{path}:{len(found)}")
             else:
-                for number, text in found:
+                for number, text in found[: max(head - len(lines), 0)]:
+                    text = _cut(text)
                     lines.append(f"{path}:{number}:{text}" if tool_input.get("-n") else f"{path}:{text}")
         if not lines:
             return ToolOutput("No matches found" if mode == "content" else "No files found")
         shown = lines[:head]
         if mode == "files_with_matches":
             shown.insert(0, f"Found {hits} file{'s' if hits != 1 else ''}")
-        return ToolOutput("\n".join(shown), extra={"mode": mode, "numFiles": hits})
+        answer = "\n".join(shown)
+        if len(answer) > MAX_OUTPUT:
+            answer = answer[:MAX_OUTPUT] + f"\n\n... [{len(answer) - MAX_OUTPUT} characters truncated] ..."
+        return ToolOutput(answer, extra={"mode": mode, "numFiles": hits})
+
+
+def _cut(line: str) -> str:
+    if len(line) <= MAX_COLUMNS:
+        return line
+    return f"{line[:MAX_COLUMNS]} [... {len(line) - MAX_COLUMNS} more characters]"
 
 
 def _rel(path: Path, base: Path) -> str:

@@ -1,12 +1,30 @@
 """Stopping a command for good: its process, its process group, and every descendant, including
-those that left the group (`setsid`) while their parent was still alive."""
+those that left the group (`setsid`) and whose parent is gone: the command runs as a child
+subreaper (Linux `PR_SET_CHILD_SUBREAPER`, kept across `exec`), so an orphan of its tree becomes its
+child instead of init's, and is still found below it when the command is stopped."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
+
+_SUBREAPER = (
+    "import ctypes, os, sys\n"
+    "try:\n"
+    "    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER\n"
+    "except (OSError, AttributeError):\n"
+    "    pass  # no prctl (not Linux): orphans go to init, as without this\n"
+    "os.execvp(sys.argv[1], sys.argv[1:])\n"
+)
+
+
+def as_subreaper(argv: list[str]) -> list[str]:
+    """`argv` run as a child subreaper: a small interpreter marks itself, then `exec`s `argv` (same
+    pid), so the orphans of everything `argv` starts are re-parented to it while it runs."""
+    return [sys.executable, "-I", "-S", "-c", _SUBREAPER, *argv]
 
 
 def descendants(pid: int) -> list[int]:

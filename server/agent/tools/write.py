@@ -1,10 +1,15 @@
-"""Write, Edit: change files inside the working directory (off unless the user turns them on)."""
+"""Write, Edit: change files inside the working directory (off unless the user turns them on).
+
+Edit holds the file and its result in memory, so both are bounded (MAX_EDIT_BYTES): a file larger
+than memory, or a `replace_all` that would grow a file beyond bound, is refused, not attempted."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from server.agent.tools.base import ToolContext, ToolError, ToolOutput, schema, string_arg
+
+MAX_EDIT_BYTES = 16 * 1024 * 1024
 
 
 class WriteTool:
@@ -65,7 +70,10 @@ class EditTool:
             raise ToolError("No changes to make: old_string and new_string are exactly the same.")
         if path.is_dir():
             raise ToolError(f"{raw} is a directory")
-        text = ctx.read_bytes(path).decode("utf-8")
+        data = ctx.read_bytes(path, limit=MAX_EDIT_BYTES + 1)
+        if len(data) > MAX_EDIT_BYTES:
+            raise ToolError(f"{raw} is too large to edit (more than {MAX_EDIT_BYTES} bytes)")
+        text = data.decode("utf-8")
         count = text.count(old) if old else 0
         if count == 0:
             raise ToolError(f"String to replace not found in file.\nString: {old}")
@@ -74,6 +82,9 @@ class EditTool:
                 f"Found {count} matches of the string to replace, but replace_all is false. "
                 "Set replace_all to true or give more context to make it unique."
             )
+        grown = len(text) + (count if tool_input.get("replace_all") else 1) * (len(new) - len(old))
+        if grown > MAX_EDIT_BYTES:
+            raise ToolError(f"the edited {raw} would be too large ({grown} characters, at most {MAX_EDIT_BYTES})")
         ctx.write_text(path, text.replace(old, new) if tool_input.get("replace_all") else text.replace(old, new, 1))
         return ToolOutput(
             f"The file {raw} has been updated.", extra={"filePath": raw, "oldString": old, "newString": new}

@@ -1,0 +1,152 @@
+"""Attacks on how we write into a transcript after the path was decided: a hard link that makes a
+file outside the projects folder one with a session file, and a project folder swapped for a symlink
+while a turn writes (here by the model's own Bash call). Real files, the real `session-lsp` command
+line and the scripted test model on loopback; each test checks that nothing outside changed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS
+
+SHOP = "-Users-me-shop"
+S1 = "11111111-1111-4111-8111-111111111111"
+LINKED = "88888888-8888-4888-8888-888888888888"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def digest_tree(root: Path) -> dict[str, str]:
+    """Every file under `root` (symlinks not followed) with a hash of its bytes."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "server.cli", *args], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict[str, Path]:
+    """A projects folder with a real session; outside it a transcript that a session file of the
+    projects folder is a hard link of (same file system, so one inode under two names)."""
+    projects = tmp_path / "config" / "projects"
+    shutil.copytree(CORPUS / "projects", projects)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    body = (projects / SHOP / f"{S1}.jsonl").read_bytes().replace(S1.encode(), LINKED.encode())
+    (outside / "backup.jsonl").write_bytes(body)
+    os.link(outside / "backup.jsonl", projects / SHOP / f"{LINKED}.jsonl")
+    work = tmp_path / "work"
+    work.mkdir()
+    return {"projects": projects, "outside": outside, "work": work, "tmp": tmp_path}
+
+
+def test_no_write_goes_through_a_hard_link_to_a_file_outside(world: dict[str, Path]) -> None:
+    projects, outside = world["projects"], world["outside"]
+    before = digest_tree(outside)
+    for args in (
+        ["rename", LINKED, "pwned"],
+        ["tag", LINKED, "pwned"],
+        ["turn", "--resume", LINKED, "--provider", "anthropic", "--cwd", str(world["work"]), "hello"],
+    ):
+        out = cli(*args, "--projects-dir", str(projects))
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert out.stderr.count("\n") == 1 and "hard link" in out.stderr, (args, out.stderr)
+    assert digest_tree(outside) == before
+    # reading it is still fine: the bytes are the same under either name
+    out = cli("chain", LINKED, "--projects-dir", str(projects), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["sessionId"] == LINKED
+
+
+def test_a_project_folder_swapped_for_a_symlink_during_a_turn_takes_no_write_out(world: dict[str, Path]) -> None:
+    """The model's Bash call moves the session's project folder away and puts a symlink to a folder
+    outside in its place; the rows the turn writes after the call must not land outside."""
+    projects, work = world["projects"], world["work"]
+    elsewhere = world["tmp"] / "elsewhere"
+    folder = projects / SHOP
+    moved = projects / "moved-away"
+    swap = f"mv {folder} {moved} && mkdir {elsewhere} && ln -s {elsewhere} {folder}"
+    before = (folder / f"{S1}.jsonl").read_bytes()
+    out = cli(
+        "turn", "--resume", S1, "--provider", "anthropic", "--allow", "Bash", "--cwd", str(work),
+        "--projects-dir", str(projects), f"BASH {swap}",
+    )  # fmt: skip
+    assert folder.is_symlink() and moved.is_dir(), "the Bash call did not run"
+    assert sorted(elsewhere.iterdir()) == [], (out.returncode, out.stderr)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    last = out.stderr.splitlines()[-1]  # after the progress line of the Bash call
+    assert last.startswith("session-lsp: ") and "symbolic link" in last, out.stderr
+    after = (moved / f"{S1}.jsonl").read_bytes()
+    assert after.startswith(before)  # what was written before the swap stays, whole lines only
+    assert after.endswith(b"\n")
+
+
+@pytest.mark.parametrize("swap", ["hard link", "fifo", "symlink"])
+def test_a_session_file_swapped_between_two_appends_keeps_its_lines_queued(world: dict[str, Path], swap: str) -> None:
+    """Between two flushes of a turn's write queue the session file is replaced by a hard link of a
+    file outside, a FIFO or a symlink: the append is refused, the outside file is unchanged, the
+    lines stay queued, and once the real file is back they are written, nothing lost."""
+    from storage.access import resolve_target
+    from storage.errors import SessionLspError
+    from storage.writequeue import WriteQueue
+
+    projects, outside = world["projects"], world["outside"]
+    path = resolve_target(projects, session_id=S1, access="write")
+    queue = WriteQueue(interval=None)
+    queue.put(path, b'{"type":"tag","tag":"one"}\n')
+    queue.flush()
+    original = path.read_bytes()
+    path.rename(path.with_name("kept-aside"))
+    if swap == "hard link":
+        os.link(outside / "backup.jsonl", path)
+    elif swap == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(outside / "backup.jsonl")
+    before = digest_tree(outside)
+    queue.put(path, b'{"type":"tag","tag":"two"}\n')
+    with pytest.raises(SessionLspError):
+        queue.flush()
+    assert queue.pending == 1
+    assert digest_tree(outside) == before
+    path.unlink()
+    path.with_name("kept-aside").rename(path)
+    queue.close()
+    assert path.read_bytes() == original + b'{"type":"tag","tag":"two"}\n'
+
+
+def test_a_subagent_folder_swapped_for_a_symlink_takes_neither_its_rows_nor_its_meta_out(tmp_path: Path) -> None:
+    """A subagent's files are decided when it starts; its `<session>/subagents` folder is then
+    replaced by a symlink to a folder outside before its first row: neither the `.meta.json` sidecar
+    nor the rows may land there."""
+    from storage.errors import SessionLspError
+    from storage.recorder import SessionRecorder
+
+    projects, work, outside = tmp_path / "config" / "projects", tmp_path / "work", tmp_path / "outside"
+    work.mkdir()
+    outside.mkdir()
+    rec = SessionRecorder.create(projects, str(work), interval=None)
+    rec.record_prompt("hello")
+    rec.flush()
+    sub = rec.record_subagent("a0123456789abcdef", description="look around")
+    folder = sub.path.parent
+    folder.mkdir(parents=True)
+    folder.rename(tmp_path / "moved")
+    folder.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(SessionLspError):
+        sub.record_prompt("inside the subagent")
+        rec.flush()
+    assert sorted(outside.iterdir()) == []
