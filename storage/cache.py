@@ -1,4 +1,4 @@
-"""The cache folder (`$XDG_CACHE_HOME/session-lsp`, else `~/.cache/session-lsp`) and how files are
+"""The cache folder (`$XDG_CACHE_HOME/session-lsp` when that is absolute, else `~/.cache/session-lsp`) and how files are
 made in it: the folder 0700 and every file 0600 whatever the umask (caches hold titles, prompts and
 paths), folders made on the way 0700 too. `SESSION_LSP_NO_CACHE=1` turns every cache off.
 
@@ -27,7 +27,8 @@ def cache_dir() -> Path | None:
     """The cache folder; None when caching is off."""
     if os.environ.get("SESSION_LSP_NO_CACHE"):
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")  # a relative one is invalid
     folder = Path(base) / "session-lsp"
     why = untrusted(folder)
     if why is None:

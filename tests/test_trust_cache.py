@@ -84,3 +84,23 @@ def test_a_cache_folder_others_could_have_planted_is_never_used(
     assert snapshot(planted) == before
     for said in warnings:  # one line saying why
         assert said.count("\n") == 1 and "cache folder" in said and "not used" in said, said
+
+
+def test_a_relative_cache_home_is_ignored(corpus_projects: Path, tmp_path: Path) -> None:
+    """The XDG base directory rules: a relative `XDG_CACHE_HOME` is invalid and ignored (else the cache would land
+    in whatever folder the command runs from); `~/.cache` is used."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": "relative-cache"}
+    env.pop("SESSION_LSP_NO_CACHE", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "server.cli", "list", "--projects-dir", str(corpus_projects), "--json"],
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(REPO)},
+        cwd=work,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert list(work.iterdir()) == []
+    assert (home / ".cache" / "session-lsp").is_dir()
