@@ -89,15 +89,3 @@ def test_hover_is_answered_while_document_symbols_of_the_biggest_file_are_built(
     print(f"answers in order {server.arrivals}; {len(outline)} turns in {biggest.stat().st_size >> 20} MiB")
     assert len(outline) > 10
     assert server.arrivals.index(hover) < server.arrivals.index(symbols)
-
-
-def test_a_hover_is_answered_while_another_builds_the_biggest_files_view(server: RawServer, big: Path) -> None:
-    biggest = max(big.rglob("*.jsonl"), key=lambda f: f.stat().st_size)
-    first_use = server.request(
-        "textDocument/hover", {"textDocument": {"uri": biggest.as_uri()}, "position": {"line": 0, "character": 0}}
-    )
-    small = server.request("textDocument/hover", hover_params(big))
-    assert "result" in server.answer(small, timeout=LIVENESS)
-    assert "result" in server.answer(first_use, timeout=120)
-    print(f"answers in order {server.arrivals}; {biggest.stat().st_size >> 20} MiB")
-    assert server.arrivals.index(small) < server.arrivals.index(first_use)

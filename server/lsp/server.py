@@ -409,11 +409,16 @@ class SessionServer(LanguageServer):
             return None
         with self._lock:
             cached = self._views.get(path)
-            if cached is not None and cached[0] == fs.offset and cached[1].covers(fs.transcript):
-                return cached[1]
-            view = cached[1].grown(fs.transcript) if cached is not None else TreeView.of(fs.transcript)
-            self._views[path] = (fs.offset, view)
-            return view
+        if cached is not None and cached[0] == fs.offset and cached[1].covers(fs.transcript):
+            return cached[1]
+        # built outside the lock: a small file's view is not held up by a big one's (a grown view leaves the one
+        # it grew from unchanged, so two threads growing the same view each get a whole one)
+        view = cached[1].grown(fs.transcript) if cached is not None else TreeView.of(fs.transcript)
+        with self._lock:
+            now = self._views.get(path)
+            if now is None or now[0] <= fs.offset:
+                self._views[path] = (fs.offset, view)
+        return view
 
     def lsp_diagnostics(self, path: Path) -> list[lsp.Diagnostic]:
         index = self.index_for(path)
