@@ -23,7 +23,7 @@ S2 = "22222222-2222-4222-8222-222222222222"
 
 
 def _projects(tmp: Path) -> Path:
-    dest = tmp / "projects"
+    dest = tmp / "config" / "projects"  # in a config home of its own, as the CLI lays it out
     shutil.copytree(CORPUS / "projects", dest)
     for p in dest.rglob("*"):
         p.chmod(0o700 if p.is_dir() else 0o600)
