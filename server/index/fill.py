@@ -8,16 +8,21 @@ count and each listed session's usage total. The caller's process stores them in
 tasks finish, so `check` answers from the checks, the server's index restores its files from the database as
 on a warm start (no rows held in memory), and `sessions/list` answers from the database.
 
-Workers are forked: from a process that has threads (the language server), the children only read files
-and compute; they open no database and write nothing to stdout, and CPython resets the import and logging
-locks in a forked child.
+Workers are forked, also from the language server, which has threads: a forked child inherits every lock as
+another thread held it at the fork. CPython resets the import and logging locks in the child; the standard
+streams' locks it does not (the server's reading thread holds stdin's while it waits for a message, and
+multiprocessing closes stdin and flushes stdout in the child), so our workers get streams of their own on
+`os.devnull` and log nothing. Workers only read files and compute; they open no database.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import os
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -98,15 +103,48 @@ def _summaries(idx: ProjectIndex, out: Filled) -> None:
                 out.usages.append((str(info.path), stamp, usage))
 
 
+class _Forking:
+    """Set while our workers are forked: a child forked then leaves the parent's standard streams alone."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.lock = threading.Lock()
+        self.kept: list[Any] = []
+        """The parent's streams in a worker: never closed or flushed there, nor freed (which would close them)."""
+
+    def __enter__(self) -> None:
+        self.lock.acquire()
+        self.on = True
+
+    def __exit__(self, *exc: object) -> None:
+        self.on = False
+        self.lock.release()
+
+    def in_child(self) -> None:
+        if not self.on:
+            return
+        self.on = False
+        self.lock = threading.Lock()  # held by the parent's forking thread: a new one here
+        self.kept.extend((sys.stdin, sys.stdout, sys.stderr))
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the worker's for its whole life
+        sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+        logging.disable(logging.CRITICAL)
+
+
+_FORKING = _Forking()
+os.register_at_fork(after_in_child=_FORKING.in_child)
+
+
 @contextlib.contextmanager
 def _computing(root: Path, paths: list[Path], workers: int, listing: bool) -> Iterator[Iterator[Filled]]:
     """Each task's results as soon as it is done (the caller stores them while the other tasks run). The
-    workers are forked on entry, before the caller opens its transaction."""
+    workers start on entry, before the caller opens its transaction."""
     if workers < 2 or len(paths) < 4:
         yield iter([_work(root, paths, listing)] if paths else [])
         return
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        futures = [pool.submit(_work, root, task, listing) for task in _tasks(paths)]
+        with _FORKING:  # the first submit forks every worker
+            futures = [pool.submit(_work, root, task, listing) for task in _tasks(paths)]
         yield _as_done(futures)
 
 

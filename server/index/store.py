@@ -255,11 +255,12 @@ class ProjectIndex:
         done = [0, 0]
 
         def step(paths: list[Path]) -> None:
-            done[0] += len(paths)
             done[1] += sum(size_of.get(p, 0) for p in paths)
             self.scan_bytes = (done[1], self.scan_bytes[1])
-            if progress is not None:
-                progress(done[0], len(todo))
+            for _ in paths:  # file by file, as the in-process scan reports (a caller may report every n-th)
+                done[0] += 1
+                if progress is not None:
+                    progress(done[0], len(todo))
 
         from server.index.fill import fill  # its workers build indexes of their own
 
@@ -467,18 +468,38 @@ class ProjectIndex:
                     out.append((path, row))
             return out
 
+    def homes(self, uuid: str) -> list[tuple[Path, int]]:
+        """(file, 0-based line) of every row `find_uuid` finds, without loading any file's rows: those whose
+        rows are in the database are looked up in its uuid table (stored with them)."""
+        with self.lock:
+            stored = self._stored_lines(uuid)
+            out = []
+            for path, state in self.files.items():
+                if isinstance(state, StoredFileState) and not state.loaded:
+                    if path in stored:
+                        out.append((path, stored[path]))
+                    continue
+                row = state.transcript.nodes.get(uuid)
+                if row is not None:
+                    out.append((path, row.line))
+            return out
+
     def _stored_homes(self, uuid: str) -> set[Path]:
         """Files whose rows are in the database and hold `uuid` (looked up there, not loaded)."""
+        return set(self._stored_lines(uuid))
+
+    def _stored_lines(self, uuid: str) -> dict[Path, int]:
+        """File -> line of the stored rows with `uuid` (empty when no file's rows are left in the database)."""
         if not any(isinstance(s, StoredFileState) and not s.loaded for s in self.files.values()):
-            return set()
+            return {}
         db = self._database()
         if db is None:
-            return set()
+            return {}
         try:
-            return {Path(p) for p, _ in db.homes(uuid)}
+            return {Path(p): line for p, line in db.homes(uuid)}
         except DAMAGE:
             self._rebuild_db()
-            return set()
+            return {}
 
     def children_of(self, uuid: str) -> list[tuple[Path, Row]]:
         """Rows whose parentUuid, logicalParentUuid, leafUuid or forkedFrom is `uuid`, across files."""
@@ -563,7 +584,7 @@ class ProjectIndex:
 
     # ---- internals -------------------------------------------------------------------------
     def lookup(self, uuid: str) -> list[tuple[Path, int]]:
-        found = [(p, r.line) for p, r in self.find_uuid(uuid)]
+        found = self.homes(uuid)
         if not found and self.fallback_lookup is not None:
             found = self.fallback_lookup(uuid)
         return found

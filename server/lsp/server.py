@@ -287,7 +287,7 @@ class SessionServer(LanguageServer):
         self.index = ProjectIndex(self.projects_dir)
         self.stores = StoreSet(self.options.stores, self.on_index_change)
         self.requests = SessionRequests(
-            self.projects_dir, self.transcript_of, self.index.find_uuid, stores=self.stores.feeds
+            self.projects_dir, self.transcript_of, self.index.homes, stores=self.stores.feeds
         )
 
     def index_for(self, path: Path) -> ProjectIndex | None:
