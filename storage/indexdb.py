@@ -37,6 +37,8 @@ DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000
 SAME, APPENDED, REWRITTEN = "same", "appended", "rewritten"
+FILL_WAIT = 300.0
+"""Seconds a listing waits at most for a fill of the database under way in this process."""
 DAMAGE = (sqlite3.DatabaseError, orjson.JSONDecodeError, ValueError, TypeError, KeyError, IndexError)
 """What reading a damaged database raises: the caller rebuilds it and computes without it."""
 
@@ -73,6 +75,34 @@ class Identity:
         head_len = min(st.st_size, HEAD_BYTES)
         mtime = st.st_mtime_ns if settled(st) else -1
         return cls(st.st_dev, st.st_ino, st.st_size, mtime, head_len, head_digest(path, head_len))
+
+
+class _Fills:
+    """Fills of the database under way in this process (a language server's first index): a listing that
+    would read every file again waits for them and takes their results from the database instead."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.count = 0
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        with self.cond:
+            self.count += 1
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.count -= 1
+                self.cond.notify_all()
+
+    def wait(self, timeout: float = FILL_WAIT) -> bool:
+        """Block until no fill is under way (True), or `timeout` seconds passed (False)."""
+        with self.cond:
+            return self.cond.wait_for(lambda: self.count == 0, timeout)
+
+
+FILLS = _Fills()
 
 
 def head_digest(path: Path, length: int) -> bytes:
@@ -356,6 +386,12 @@ class IndexDB:
         return None if found is None else (Identity(*found[:6]), found[6])
 
     @_locked
+    def rowset_identities(self) -> dict[str, Identity]:
+        """path -> identity of every stored file state (one query, for deciding which files to read)."""
+        rows = self.conn.execute("SELECT path, dev, ino, size, mtime_ns, head_len, head FROM rowsets")
+        return {path: Identity(*rest) for path, *rest in rows}
+
+    @_locked
     def rowset_rows(self, path: str) -> tuple[bytes, bytes] | None:
         """(read state, rows) of a file's stored state."""
         found = self.conn.execute("SELECT state, rows FROM rowsets WHERE path = ?", (path,)).fetchone()
@@ -371,6 +407,13 @@ class IndexDB:
     @_locked
     def drop_rowsets(self, paths: Iterable[str]) -> None:
         self._write("DELETE FROM rowsets WHERE path = ?", [(p,) for p in paths])
+
+    @_locked
+    def rollback(self) -> None:
+        """Drop the batch written since the last commit."""
+        self.busy = False
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.rollback()
 
     @_locked
     def commit(self) -> bool:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from storage.countcache import CountCache
-from storage.indexdb import APPENDED, DAMAGE, SAME, FileRecord, Identity, IndexDB, compare
+from storage.indexdb import APPENDED, DAMAGE, FILLS, SAME, FileRecord, Identity, IndexDB, compare
 from storage.paths import iter_project_dirs, iter_session_files, subagent_files
 from storage.sessions import (
     SessionInfo,
@@ -79,14 +79,26 @@ def _record(
     info: SessionInfo,
     folders: list[list[Any]] | None,
     read: dict[str, Any] | None = None,
+    subagents: list[dict[str, Any]] | None = None,
 ) -> FileRecord:
     """The index record of a summary: `read` (default: `info`) as read from the file, before fork linking
-    (which sets `forkedFrom` from other files), with `info`'s subagents and compact boundaries."""
+    (which sets `forkedFrom` from other files), with `info`'s compact boundaries and `subagents` (default:
+    `info`'s): those of its subagents folder, without the legacy agent files a listing attaches."""
     data = dict(read) if read is not None else info_to_json(info)
     data["compact_uuids"], data["compact_scanned"] = info.compact_uuids, info.compact_scanned
-    data[SUBAGENTS] = info.subagents
+    data[SUBAGENTS] = list(info.subagents if subagents is None else subagents)
     data[SUB_STAMPS] = folders
     return FileRecord(str(path), Identity.of(path, st), offset, count, data)
+
+
+def summarise(path: Path, counts: CountCache) -> tuple[SessionInfo, FileRecord]:
+    """A session file read as if new: its summary (messages counted through `counts`) and the record a
+    listing stores for it (`storage.fill` workers call this for the files they read)."""
+    st = os.stat(path)
+    folders = folder_stamps(path.with_suffix("") / "subagents")
+    info = read_session_info(path, counts=counts)
+    counted, upto = counts.counted(path) or (info.message_count, st.st_size)
+    return info, _record(path, st, counted, upto, info, folders)
 
 
 def list_sessions_indexed(
@@ -97,6 +109,7 @@ def list_sessions_indexed(
     db = IndexDB.open() if db is None else db
     if db is None:
         return list_sessions(projects_dir, project_dirs)
+    FILLS.wait()  # a fill under way in this process is storing every summary: take them from it
     dirs = list(project_dirs) if project_dirs is not None else list(iter_project_dirs(projects_dir))
     try:
         try:
@@ -117,10 +130,11 @@ def _list(db: IndexDB, dirs: list[Path]) -> list[SessionInfo]:
     counts = CountCache(where=None)
     out: list[SessionInfo] = []
     updates: list[FileRecord] = []
-    fresh: list[tuple[Path, os.stat_result, SessionInfo, list[list[Any]] | None, dict[str, Any]]] = []
+    fresh: list[tuple[Path, os.stat_result, SessionInfo, list[list[Any]] | None, dict[str, Any], list[Any]]] = []
     """Summaries read again: stored after fork linking, which may have scanned them for compact boundaries."""
-    kept: dict[Path, tuple[FileRecord, os.stat_result, int, list[list[Any]] | None]] = {}
-    """Stored summaries taken as they were: record, stat, bytes scanned for boundaries, subagent folders."""
+    kept: dict[Path, tuple[FileRecord, os.stat_result, int, list[list[Any]] | None, list[Any]]] = {}
+    """Stored summaries taken as they were: record, stat, bytes scanned for boundaries, subagent folders,
+    subagents before the legacy agent files were attached."""
     gone: list[str] = []
     for d in dirs:
         in_dir: list[SessionInfo] = []
@@ -135,12 +149,12 @@ def _list(db: IndexDB, dirs: list[Path]) -> list[SessionInfo]:
                 if rec is not None and how == SAME and rec.info is not None and _complete(rec.info):
                     info = info_from_json(rec.info, path)
                     folders = folder_stamps(path.with_suffix("") / "subagents")
-                    kept[path] = (rec, st, info.compact_scanned, folders)
                     if folders == rec.info.get(SUB_STAMPS):
-                        info.subagents = rec.info[SUBAGENTS]
+                        info.subagents = list(rec.info[SUBAGENTS])
                     else:
                         info.subagents = [subagent_json(s) for s in subagent_files(path)]
                         updates.append(_record(path, st, rec.count, rec.offset, info, folders))
+                    kept[path] = (rec, st, info.compact_scanned, folders, list(info.subagents))
                 else:
                     if rec is not None and how == APPENDED:  # count only what was appended
                         counts.seed(path, st.st_ino, rec.count, rec.offset)
@@ -149,7 +163,7 @@ def _list(db: IndexDB, dirs: list[Path]) -> list[SessionInfo]:
                     if rec is not None and how == APPENDED and rec.info is not None:  # scan only what was appended
                         info.compact_uuids = rec.info.get("compact_uuids")
                         info.compact_scanned = rec.info.get("compact_scanned", 0)
-                    fresh.append((path, st, info, folders, info_to_json(info)))
+                    fresh.append((path, st, info, folders, info_to_json(info), list(info.subagents)))
             except OSError:
                 continue
             if info.has_messages:  # as `list_sessions`: a file with no conversation is no session
@@ -159,14 +173,14 @@ def _list(db: IndexDB, dirs: list[Path]) -> list[SessionInfo]:
         attach_legacy_agents(d, in_dir)
         out.extend(in_dir)
     link_session_forks(out)
-    for path, st, info, folders, read in fresh:
+    for path, st, info, folders, read, subagents in fresh:
         counted, upto = counts.counted(path) or (info.message_count, st.st_size)
-        updates.append(_record(path, st, counted, upto, info, folders, read))
+        updates.append(_record(path, st, counted, upto, info, folders, read, subagents))
     for info in out:
         was = kept.get(info.path)
         if was is not None and info.compact_scanned != was[2]:  # scanned for boundaries just now
-            rec, st, _, folders = was
-            updates.append(_record(info.path, st, rec.count, rec.offset, info, folders, rec.info))
+            rec, st, _, folders, subagents = was
+            updates.append(_record(info.path, st, rec.count, rec.offset, info, folders, rec.info, subagents))
     out.sort(key=lambda s: s.modified_ts, reverse=True)
     if updates or gone:
         db.put_files(updates)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from storage.folderstamp import settled
-from storage.indexdb import DAMAGE, IndexDB
+from storage.indexdb import DAMAGE, FILLS, IndexDB
 from storage.prices import PRICES_DATE
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ def sessions_usage_indexed(infos: Sequence[SessionInfo], db: IndexDB | None = No
         from storage.usage import sessions_usage_json
 
         return sessions_usage_json(infos)
+    FILLS.wait()  # a fill under way in this process is storing every total: take them from it
     try:
         try:
             stored = db.usages([str(i.path) for i in infos])
@@ -61,6 +62,15 @@ def sessions_usage_indexed(infos: Sequence[SessionInfo], db: IndexDB | None = No
     finally:
         if own:
             db.close()
+
+
+def usage_total(info: SessionInfo, cache: UsageCache) -> tuple[Stamp, bool, dict[str, Any]]:
+    """A listed session's stamp (taken before its files are read), whether it may be stored, and its usage
+    summed through `cache` (`storage.fill` workers call this for the sessions they read)."""
+    from storage.usage import session_usage_json
+
+    stamp, ok = session_stamp(info)
+    return stamp, ok, session_usage_json(info, cache)
 
 
 def _totals(db: IndexDB, infos: Sequence[SessionInfo], stored: dict[str, tuple[Any, Any]]) -> list[dict[str, Any]]:
@@ -79,7 +89,7 @@ def _totals(db: IndexDB, infos: Sequence[SessionInfo], stored: dict[str, tuple[A
             cache = UsageCache()
         from storage.usage import session_usage_json
 
-        usage = session_usage_json(info, cache)
+        usage = session_usage_json(info, cache)  # `stamp` was taken before the files were read
         out.append(usage)
         if ok:
             fresh.append((str(info.path), stamp, usage))

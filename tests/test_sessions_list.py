@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -178,3 +180,19 @@ def test_legacy_flat_agent_files_are_listed_with_their_session(corpus_projects: 
     info = next(s for s in list_sessions(corpus_projects) if s.session_id == sid)
     assert [a["agentId"] for a in info.subagents] == ["1a2b3c4d"]
     assert len(list_sessions(corpus_projects)) == 4  # not a session of its own
+
+
+def test_legacy_flat_agent_files_are_listed_once_when_the_index_lists_again(corpus_projects: Path) -> None:
+    from storage.indexedlist import list_sessions_indexed
+
+    folder = corpus_projects / "-Users-me-other"
+    sid = "1c99f271-c426-49f7-9ae1-2b8728ab22c4"
+    row = {"parentUuid": None, "type": "user", "uuid": "x1", "sessionId": sid, "message": {"content": "sub task"}}
+    (folder / "agent-1a2b3c4d.jsonl").write_text(json.dumps(row) + "\n")
+    hour_ago = time.time() - 3600  # settled: the second listing takes the stored summary
+    for p in corpus_projects.rglob("*.jsonl"):
+        os.utime(p, (hour_ago, hour_ago))
+    runs = [list_sessions_indexed(corpus_projects) for _ in range(3)]
+    for listed in runs:
+        info = next(s for s in listed if s.session_id == sid)
+        assert [a["agentId"] for a in info.subagents] == ["1a2b3c4d"]

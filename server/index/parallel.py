@@ -20,7 +20,7 @@ WorkResult = tuple[list[Diagnostic], list[Pending], list[tuple[Path, list[str], 
 
 def _work(root: Path, paths: list[Path]) -> WorkResult:
     idx = ProjectIndex(root)
-    idx.scan(paths=paths)
+    idx.scan(paths=paths, discovered=True)
     diags: list[Diagnostic] = []
     pending: list[Pending] = []
     for key in list(idx._members):
@@ -70,7 +70,7 @@ def check_folder(
     paths = list(index.discover())
     workers = workers or os.cpu_count() or 1
     if workers < 2 or len(paths) < 4:
-        index.scan(progress, paths=paths)
+        index.scan(progress, paths=paths, discovered=True)
         if skipped is not None:
             skipped.update(index.skipped)
         return index.all_diagnostics(), len(index.files)

@@ -9,78 +9,18 @@ against the stored uuid table, restricted to the files present now.
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
 import os
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from server.index.diagnostics import Diagnostic
+from server.index.fill import fill
 from server.index.links import resolve
-from server.index.parallel import _tasks, check_folder
-from server.index.saved import (
-    diag_from_json,
-    diag_to_json,
-    key_text,
-    legacy_ids,
-    pending_from_json,
-    pending_to_json,
-    row_uuids,
-    stamps,
-)
+from server.index.parallel import check_folder
+from server.index.saved import diag_from_json, key_text, legacy_ids, pending_from_json, stamps
 from server.index.store import ProjectIndex, SessionKey, session_key
 from storage.indexdb import DAMAGE, IndexDB
-
-SessionResult = tuple[str, list[Any], list[Any]]
-"""(session key, diagnostics as JSON lists, pending links as JSON lists)."""
-Work = tuple[list[SessionResult], list[tuple[str, list[tuple[str, int]]]]]
-
-
-def _work(root: Path, paths: list[Path]) -> Work:
-    idx = ProjectIndex(root, persist=False)
-    idx.scan(paths=paths)
-    results = []
-    for key in list(idx._members):
-        report = idx._report(key)
-        results.append(
-            (key_text(key), [diag_to_json(d) for d in report.diagnostics], [pending_to_json(p) for p in report.pending])
-        )
-    uuids = [(str(p), row_uuids(s)) for p, s in idx.files.items()]
-    return results, uuids
-
-
-@contextlib.contextmanager
-def _computing(
-    root: Path, paths: list[Path], workers: int, progress: Callable[[int, int], None] | None
-) -> Iterator[Iterator[Work]]:
-    """The results of checking `paths`, each task's as soon as it is done (the caller stores them while the
-    other tasks run). The worker processes are forked on entry, before the caller opens its transaction."""
-    if workers < 2 or len(paths) < 4:
-        yield _inline(root, paths, progress)
-        return
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        futures = {pool.submit(_work, root, t): len(t) for t in _tasks(paths)}
-        yield _as_done(futures, len(paths), progress)
-
-
-def _inline(root: Path, paths: list[Path], progress: Callable[[int, int], None] | None) -> Iterator[Work]:
-    if paths:
-        yield _work(root, paths)
-    if progress is not None:
-        progress(len(paths), len(paths))
-
-
-def _as_done(
-    futures: dict[Future[Work], int], total: int, progress: Callable[[int, int], None] | None
-) -> Iterator[Work]:
-    done = 0
-    for fut in as_completed(futures):
-        yield fut.result()
-        done += futures[fut]
-        if progress is not None:
-            progress(done, total)
 
 
 def check_folder_indexed(
@@ -143,26 +83,27 @@ def _check(
             reports[text] = (old[1][0], old[1][1])
         else:
             todo.extend(members)
-    fresh: list[tuple[str, Any, Any]] = []
-    read: list[tuple[str, list[tuple[str, int]]]] = []  # the files just read, with their uuids
-    with _computing(root, todo, workers, progress) as works, db.uuid_load():
-        for results, uuids in works:
-            for text, diags, pending in results:
-                reports[text] = (diags, pending)
-                if stamped.get(text) is not None:
-                    fresh.append((text, stamped[text], [diags, pending]))
-            for path, ids in uuids:
-                db.put_uuids(path, ids)
-                read.append((path, ids))
+
+    def step(paths: list[Path]) -> None:
+        done[0] += len(paths)
+        if progress is not None:
+            progress(done[0], len(todo))
+
+    done = [0]
+    filled = fill(db, root, todo, workers=workers, progress=step)
+    if progress is not None and not todo:
+        progress(0, 0)
+    for text, report in filled.reports.items():
+        reports[text] = (report[0], report[1])
+    read = filled.uuids  # the files just read, with their uuids
     gone = [k for k in stored if k.startswith(prefix) and k not in stamped]
     present = {str(p) for p in paths}
     dropped = [p for p in db.stored_uuid_paths(prefix) if p not in present]
-    saved = True
-    if fresh or gone or dropped or todo:
-        db.put_sessions(fresh)
+    saved = filled.saved
+    if gone or dropped:
         db.drop_sessions(gone)
         db.drop_uuids(dropped)
-        saved = db.commit()
+        db.commit()
     diags = [diag_from_json(d) for diags, _ in reports.values() for d in diags]
     pending = [pending_from_json(p) for _, pend in reports.values() for p in pend]
     mains = {p.stem: p for p in paths if p.stem == session_key(p)[1]}

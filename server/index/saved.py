@@ -193,19 +193,28 @@ def restore_file(db: IndexDB, path: Path, loader: Callable[[], tuple[bytes, byte
     return load_file(path, identity, blob, loader)
 
 
+def storable(state: FileState) -> tuple[str, Identity, bytes, bytes] | None:
+    """A file state as the database stores it (path, identity, read state, rows), if the file is settled and
+    read as it is on disk now; else None."""
+    try:
+        st = os.stat(state.path)
+    except OSError:
+        return None
+    if (st.st_ino, st.st_dev, st.st_size) != (state.inode, state.device, state.size) or not settled(st):
+        return None
+    return (str(state.path), Identity.of(state.path, st), *dump_file(state))
+
+
 def save_files(db: IndexDB, states: Iterable[FileState]) -> list[FileState]:
     """Store the states (and uuid tables) of files that are settled and read as they are on disk now;
     return those stored."""
     items = []
     stored = []
     for state in states:
-        try:
-            st = os.stat(state.path)
-        except OSError:
+        item = storable(state)
+        if item is None:
             continue
-        if (st.st_ino, st.st_dev, st.st_size) != (state.inode, state.device, state.size) or not settled(st):
-            continue
-        items.append((str(state.path), Identity.of(state.path, st), *dump_file(state)))
+        items.append(item)
         db.put_uuids(str(state.path), row_uuids(state))
         stored.append(state)
     db.put_rowsets(items)

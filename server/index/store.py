@@ -9,6 +9,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,9 @@ from server.index.saved import (
     save_files,
     stamps,
 )
-from storage.indexdb import DAMAGE, IndexDB
+from storage.folderstamp import settled
+from storage.indexdb import APPENDED as INDEX_APPENDED
+from storage.indexdb import DAMAGE, SAME, Identity, IndexDB, compare
 from storage.paths import AGENT_FILE_RE, is_session_file, linked_below, stays_inside
 from storage.reader import NotARegularFile, why_not_regular
 from storage.rows import Row
@@ -190,30 +193,87 @@ class ProjectIndex:
             self.skip(path, why)
         return why is None
 
-    def scan(self, progress: Callable[[int, int], None] | None = None, paths: Iterable[Path] | None = None) -> None:
-        """Read every transcript (or only `paths`) from where the index stopped."""
+    def scan(
+        self,
+        progress: Callable[[int, int], None] | None = None,
+        paths: Iterable[Path] | None = None,
+        *,
+        discovered: bool = False,
+    ) -> None:
+        """Read every transcript (or only `paths`) from where the index stopped. Files found by discovery (all
+        of them, or `paths` when `discovered` says they were) are not resolved again for links; named ones are.
+        With the database, the whole scan first reads the sessions it does not hold on worker processes and
+        stores them (`server.index.fill`): every file is then restored from it, its rows left there."""
         todo = [norm(p) for p in paths] if paths is not None else list(self.discover())
+        linked = paths is not None and not discovered
         sizes = [_size(p) for p in todo]
-        total_bytes, done_bytes = sum(sizes), 0
+        total_bytes = sum(sizes)
         self.scan_bytes = (0, total_bytes)
         enabled = gc.isenabled()
         gc.disable()  # millions of long-lived rows: collections would only walk them again
         try:
+            filled = self._fill(todo, sizes, progress) if paths is None else set()
+            done_files, done_bytes = len(filled), self.scan_bytes[0]
             for i, path in enumerate(todo):
                 with self.lock:
                     try:
-                        self._update(path, ChangeSet())
+                        self._update(path, ChangeSet(), linked=linked)
                     except OSError as exc:  # vanished or unreadable since it was found
                         self.skip(path, exc.strerror or str(exc))
+                if path in filled:
+                    continue  # counted as the workers read it
+                done_files += 1
                 done_bytes += sizes[i]
                 self.scan_bytes = (done_bytes, total_bytes)
                 if progress is not None:
-                    progress(i + 1, len(todo))
+                    progress(done_files, len(todo))
         finally:
             if enabled:
                 gc.enable()
             gc.freeze()
         self.persist()
+
+    def _fill(self, todo: list[Path], sizes: list[int], progress: Callable[[int, int], None] | None) -> set[Path]:
+        """Read the sessions of `todo` the database holds nothing of (none of their files indexed or stored,
+        every one settled) on worker processes, and store them; the files stored, counted in `scan_bytes`."""
+        db = self._database()
+        if db is None or not todo:
+            return set()
+        with self.lock:
+            known = set(self.files)
+        try:
+            stored = db.rowset_identities()
+        except DAMAGE:
+            self._rebuild_db()
+            return set()
+        groups: dict[SessionKey, list[Path]] = {}
+        for p in todo:
+            groups.setdefault(session_key(p), []).append(p)
+        cold = [p for members in groups.values() if _cold(members, known, stored) for p in members]
+        if not cold:
+            return set()
+        size_of = dict(zip(todo, sizes))
+        done = [0, 0]
+
+        def step(paths: list[Path]) -> None:
+            done[1] += sum(size_of.get(p, 0) for p in paths)
+            self.scan_bytes = (done[1], self.scan_bytes[1])
+            for _ in paths:  # file by file, as the in-process scan reports (a caller may report every n-th)
+                done[0] += 1
+                if progress is not None:
+                    progress(done[0], len(todo))
+
+        from server.index.fill import fill  # its workers build indexes of their own
+
+        try:
+            saved = fill(db, self.projects_dir, cold, listing=True, collect=False, progress=step).saved
+        except DAMAGE:
+            self._rebuild_db()
+            return set()
+        except (OSError, BrokenProcessPool) as exc:  # a worker died (out of memory?): read them here instead
+            log.warning("reading the folder on worker processes failed (%s): reading it here", exc)
+            return set()
+        return set(cold) if saved else set()
 
     def persist(self) -> None:
         """Store the files read since the last call (and forget removed ones) in the index database."""
@@ -277,7 +337,7 @@ class ProjectIndex:
             self._remove(norm(path), changes)
         return changes
 
-    def _update(self, path: Path, changes: ChangeSet) -> None:
+    def _update(self, path: Path, changes: ChangeSet, *, linked: bool = True) -> None:
         kind = tracked_kind(path) or ("named" if path in self.named else None)
         if kind is None:
             return
@@ -288,7 +348,7 @@ class ProjectIndex:
         state = self.files.get(path)
         restored = False
         if state is None:
-            why = self._why_not_read(path)
+            why = self._why_not_read(path, linked=linked)
             if why is not None:
                 if os.path.lexists(path):
                     self.skip(path, why)
@@ -413,18 +473,38 @@ class ProjectIndex:
                     out.append((path, row))
             return out
 
+    def homes(self, uuid: str) -> list[tuple[Path, int]]:
+        """(file, 0-based line) of every row `find_uuid` finds, without loading any file's rows: those whose
+        rows are in the database are looked up in its uuid table (stored with them)."""
+        with self.lock:
+            stored = self._stored_lines(uuid)
+            out = []
+            for path, state in self.files.items():
+                if isinstance(state, StoredFileState) and not state.loaded:
+                    if path in stored:
+                        out.append((path, stored[path]))
+                    continue
+                row = state.transcript.nodes.get(uuid)
+                if row is not None:
+                    out.append((path, row.line))
+            return out
+
     def _stored_homes(self, uuid: str) -> set[Path]:
         """Files whose rows are in the database and hold `uuid` (looked up there, not loaded)."""
+        return set(self._stored_lines(uuid))
+
+    def _stored_lines(self, uuid: str) -> dict[Path, int]:
+        """File -> line of the stored rows with `uuid` (empty when no file's rows are left in the database)."""
         if not any(isinstance(s, StoredFileState) and not s.loaded for s in self.files.values()):
-            return set()
+            return {}
         db = self._database()
         if db is None:
-            return set()
+            return {}
         try:
-            return {Path(p) for p, _ in db.homes(uuid)}
+            return {Path(p): line for p, line in db.homes(uuid)}
         except DAMAGE:
             self._rebuild_db()
-            return set()
+            return {}
 
     def children_of(self, uuid: str) -> list[tuple[Path, Row]]:
         """Rows whose parentUuid, logicalParentUuid, leafUuid or forkedFrom is `uuid`, across files."""
@@ -509,7 +589,7 @@ class ProjectIndex:
 
     # ---- internals -------------------------------------------------------------------------
     def lookup(self, uuid: str) -> list[tuple[Path, int]]:
-        found = [(p, r.line) for p, r in self.find_uuid(uuid)]
+        found = self.homes(uuid)
         if not found and self.fallback_lookup is not None:
             found = self.fallback_lookup(uuid)
         return found
@@ -676,6 +756,25 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 
 __all__ = ["ChangeSet", "ProjectIndex", "Pending", "norm", "session_key", "tracked_kind"]
+
+
+def _cold(members: list[Path], known: set[Path], stored: dict[str, Identity]) -> bool:
+    """Whether a session is best read on workers: none of its files indexed, some not restorable from the
+    database (absent, or changed other than by appends), and every one settled (else it may change again)."""
+    if any(p in known for p in members):
+        return False
+    restorable = True
+    for p in members:
+        try:
+            st = os.stat(p)
+        except OSError:
+            return False
+        if not settled(st):
+            return False
+        identity = stored.get(str(p))
+        if identity is None or compare(identity, p, st) not in (SAME, INDEX_APPENDED):
+            restorable = False
+    return not restorable
 
 
 def _size(path: Path) -> int:

@@ -16,7 +16,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler, PatternMatchingEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+    PatternMatchingEventHandler,
+)
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
@@ -25,6 +38,19 @@ from server.index.store import ChangeSet, ProjectIndex, norm
 PATTERNS = ["**/*.jsonl", "**/*.meta.json"]
 """watchdog 7 matches the whole path (`PurePath.full_match`), hence the `**/`."""
 log = logging.getLogger(__name__)
+CHANGES = [
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileClosedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+]
+"""The events asked for: every change, and not a file opened or closed unwritten (each read of a transcript,
+ours included, would be two events for the observer's threads to match and drop)."""
 
 
 class _Hints(PatternMatchingEventHandler):
@@ -133,7 +159,7 @@ class IndexWatcher:
         target = root if self._root_id is not None else nearest_existing(root)
         handler = _Hints(self._hint) if target == root else _Wake(self._wake)
         try:
-            self._watch = self._observer.schedule(handler, str(target), recursive=target == root)
+            self._watch = self._observer.schedule(handler, str(target), recursive=target == root, event_filter=CHANGES)
         except OSError as exc:  # gone again between the check and the watch: the next recheck retries
             log.debug("cannot watch %s: %s", target, exc)
             self._watch, self._root_id = None, None

@@ -57,6 +57,7 @@ from server.version import version
 from storage.access import resolve_target
 from storage.errors import InvalidArgument, SessionLspError
 from storage.folderstamp import FolderStamp, stamp_folder
+from storage.indexdb import FILLS
 from storage.paths import default_projects_dir, stays_inside
 from storage.search import SearchIndex
 
@@ -301,7 +302,7 @@ class SessionServer(LanguageServer):
         self.requests = SessionRequests(
             self.projects_dir,
             self.transcript_of,
-            self.index.find_uuid,
+            self.index.homes,
             stores=self.stores.feeds,
             indexed=self.ready.is_set,
         )
@@ -525,6 +526,9 @@ def initialized(ls: SessionServer, params: lsp.InitializedParams) -> None:
 
 def _initial_scan(ls: SessionServer) -> None:
     assert ls.index is not None
+    gate = contextlib.ExitStack()
+    if ls.index.persist_enabled:  # a listing asked meanwhile waits for the first index, which stores every
+        gate.enter_context(FILLS.running())  # summary and usage total, instead of reading every file beside it
     token = "session-lsp/indexing"
     try:
         ls.work_done_progress.create(token).result(timeout=5)
@@ -544,14 +548,15 @@ def _initial_scan(ls: SessionServer) -> None:
             )
 
     try:
-        if ls.options.watch:  # also when the folder is missing: the watcher waits for it
-            from server.index.watcher import IndexWatcher
+        with gate:
+            if ls.options.watch:  # also when the folder is missing: the watcher waits for it
+                from server.index.watcher import IndexWatcher
 
-            watcher = IndexWatcher(ls.index, ls.on_index_change, polling=ls.options.polling)
-            watcher.start(scan=True, progress=progress)  # observes first, then scans
-            ls.watcher = watcher
-        elif ls.projects_dir.is_dir():
-            ls.index.scan(progress)
+                watcher = IndexWatcher(ls.index, ls.on_index_change, polling=ls.options.polling)
+                watcher.start(scan=True, progress=progress)  # observes first, then scans
+                ls.watcher = watcher
+            elif ls.projects_dir.is_dir():
+                ls.index.scan(progress)
         ls.stores.start()
         ls.stores.wait_ready(STORE_WAIT)
     finally:

@@ -1,0 +1,202 @@
+"""Filling the index database from the files themselves: each session read once, on worker processes.
+
+`check` of a folder and the language server's first index both read their unknown sessions through `fill`.
+Each session's files are read together on one worker (several workers when there are many files), which
+gives back everything the database keeps of them: each file's state (link rows, line offsets, where reading
+stopped) and uuid table, the session's checks, and with `listing` each session file's summary and message
+count and each listed session's usage total. The caller's process stores them in one transaction as the
+tasks finish, so `check` answers from the checks, the server's index restores its files from the database as
+on a warm start (no rows held in memory), and `sessions/list` answers from the database.
+
+Workers are forked, also from the language server, which has threads: a forked child inherits every lock as
+another thread held it at the fork. CPython resets the import and logging locks in the child; the standard
+streams' locks it does not (the server's reading thread holds stdin's while it waits for a message, and
+multiprocessing closes stdin and flushes stdout in the child), so our workers get streams of their own on
+`os.devnull` and log nothing. Workers only read files and compute; they open no database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from server.index.parallel import _tasks
+from server.index.saved import key_text, legacy_ids, report_to_json, row_uuids, stamps, storable
+from server.index.store import ProjectIndex, SessionKey, session_key, tracked_kind
+from storage.countcache import CountCache
+from storage.indexdb import FileRecord, Identity, IndexDB
+from storage.indexedlist import summarise
+from storage.sessions import SessionInfo, attach_legacy_agents
+from storage.usagecache import UsageCache
+from storage.usagetotals import Stamp, usage_total
+
+
+@dataclass
+class Filled:
+    """What one task read, as the database stores it."""
+
+    paths: list[Path]
+    reports: list[tuple[str, list[Any]]] = field(default_factory=list)
+    """(session key, [diagnostics, pending links] as JSON lists) of each session."""
+    uuids: list[tuple[str, list[tuple[str, int]]]] = field(default_factory=list)
+    rowsets: list[tuple[str, Identity, bytes, bytes]] = field(default_factory=list)
+    """The states of the files settled and read whole (the others are read again by whoever needs them)."""
+    records: list[FileRecord] = field(default_factory=list)
+    usages: list[tuple[str, Stamp, dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass
+class FillResult:
+    reports: dict[str, list[Any]] = field(default_factory=dict)
+    uuids: list[tuple[str, list[tuple[str, int]]]] = field(default_factory=list)
+    """(file, its (uuid, line) pairs) of every file read."""
+    saved: bool = False
+    """The database took the batch (else another process held it: nothing of it was stored)."""
+
+
+def _work(root: Path, paths: list[Path], listing: bool) -> Filled:
+    """Read whole sessions (`paths` holds every file of each) and give back what is stored of them."""
+    idx = ProjectIndex(root, persist=False)
+    idx.scan(paths=paths, discovered=True)
+    out = Filled(paths)
+    for key in list(idx._members):
+        out.reports.append((key_text(key), report_to_json(idx._report(key))))
+    for state in idx.files.values():
+        out.uuids.append((str(state.path), row_uuids(state)))
+        item = storable(state)
+        if item is not None:
+            out.rowsets.append(item)
+    if listing:
+        _summaries(idx, out)
+    return out
+
+
+def _summaries(idx: ProjectIndex, out: Filled) -> None:
+    """The listing's record of each session file read, and each listed session's usage total."""
+    counts = CountCache(where=None)
+    cache = UsageCache(enabled=False)
+    listed: dict[Path, list[SessionInfo]] = {}
+    for path in out.paths:
+        if path not in idx.files or tracked_kind(path) != "session":
+            continue
+        try:
+            info, record = summarise(path, counts)
+        except OSError:
+            continue
+        out.records.append(record)
+        if info.has_messages:
+            listed.setdefault(path.parent, []).append(info)
+    for folder, infos in listed.items():
+        attach_legacy_agents(folder, infos)  # each names its session: those of sessions read elsewhere are theirs
+        for info in infos:
+            stamp, ok, usage = usage_total(info, cache)
+            if ok:
+                out.usages.append((str(info.path), stamp, usage))
+
+
+class _Forking:
+    """Set while our workers are forked: a child forked then leaves the parent's standard streams alone."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.lock = threading.Lock()
+        self.kept: list[Any] = []
+        """The parent's streams in a worker: never closed or flushed there, nor freed (which would close them)."""
+
+    def __enter__(self) -> None:
+        self.lock.acquire()
+        self.on = True
+
+    def __exit__(self, *exc: object) -> None:
+        self.on = False
+        self.lock.release()
+
+    def in_child(self) -> None:
+        if not self.on:
+            return
+        self.on = False
+        self.lock = threading.Lock()  # held by the parent's forking thread: a new one here
+        self.kept.extend((sys.stdin, sys.stdout, sys.stderr))
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the worker's for its whole life
+        sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+        logging.disable(logging.CRITICAL)
+
+
+_FORKING = _Forking()
+os.register_at_fork(after_in_child=_FORKING.in_child)
+
+
+@contextlib.contextmanager
+def _computing(root: Path, paths: list[Path], workers: int, listing: bool) -> Iterator[Iterator[Filled]]:
+    """Each task's results as soon as it is done (the caller stores them while the other tasks run). The
+    workers start on entry, before the caller opens its transaction."""
+    if workers < 2 or len(paths) < 4:
+        yield iter([_work(root, paths, listing)] if paths else [])
+        return
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        with _FORKING:  # the first submit forks every worker
+            futures = [pool.submit(_work, root, task, listing) for task in _tasks(paths)]
+        yield _as_done(futures)
+
+
+def _as_done(futures: list[Future[Filled]]) -> Iterator[Filled]:
+    for fut in as_completed(futures):
+        yield fut.result()
+
+
+def fill(
+    db: IndexDB,
+    root: Path,
+    paths: list[Path],
+    *,
+    workers: int | None = None,
+    listing: bool = False,
+    collect: bool = True,
+    progress: Callable[[list[Path]], None] | None = None,
+) -> FillResult:
+    """Read `paths` (whole sessions, found by discovery under `root`) and store what they hold; the result has
+    the checks and uuids read when `collect` says so. `progress` gets the paths of each task done. The checks
+    of a session are stored only with the identities its files had before they were read (`saved.stamps`),
+    and none while a file of it changed too recently. A failure rolls the whole batch back."""
+    groups: dict[SessionKey, list[Path]] = {}
+    for p in paths:
+        groups.setdefault(session_key(p), []).append(p)
+    legacy: dict[Path, list[str]] = {}
+    stamped: dict[str, Any] = {}
+    for key, members in groups.items():
+        if key[0] not in legacy:
+            legacy[key[0]] = legacy_ids(key[0])
+        stamped[key_text(key)] = stamps(members, legacy[key[0]])
+    result = FillResult()
+    try:
+        with _computing(root, paths, workers or os.cpu_count() or 1, listing) as works, db.uuid_load():
+            for done in works:
+                _store(db, done, stamped)
+                if collect:
+                    result.reports.update(done.reports)
+                    result.uuids.extend(done.uuids)
+                if progress is not None:
+                    progress(done.paths)
+    except BaseException:
+        db.rollback()
+        raise
+    result.saved = db.commit()
+    return result
+
+
+def _store(db: IndexDB, done: Filled, stamped: dict[str, Any]) -> None:
+    for path, ids in done.uuids:
+        db.put_uuids(path, ids)
+    db.put_sessions((text, stamped[text], report) for text, report in done.reports if stamped.get(text) is not None)
+    db.put_rowsets(done.rowsets)
+    db.put_files(done.records)
+    db.put_usages(done.usages)
