@@ -43,7 +43,7 @@ class FileState:
     size: int = 0
     mtime_ns: int = 0
     mtime_settled: bool = False
-    """`mtime_ns` was older than `storage.indexdb.RACY_NS` when the file was read: any later change shows in it."""
+    """`mtime_ns` was older than `storage.folderstamp.RACY_NS` when the file was read: any later change shows in it."""
     print_: int = 0
     """Fingerprint of the head and of the bytes before `offset` (see `storage.countcache`)."""
     read: ReadState = field(default_factory=ReadState)
