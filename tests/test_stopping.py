@@ -203,3 +203,48 @@ def test_client_gone_ends_the_server_and_its_commands(
     print(f"{how}: the server ended with status {rc} after {took:.2f} s; the command gone {gone:.2f} s later")
     (path,) = list(projects.rglob("*.jsonl"))
     assert_interrupted_in_tool(path)
+
+
+def _children(pid: int) -> set[int]:
+    out = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.add(int(entry.name))
+    return out
+
+
+def test_exit_during_the_first_index_ends_its_worker_processes(tmp_path: Path) -> None:
+    """The first index reads a cold folder on forked worker processes; `exit` while they work ends them too, and
+    the client sees the end of the server's output (no worker holds its pipes)."""
+    import os
+
+    from bench.make_projects import make_projects
+
+    folder = make_projects(tmp_path / "big", total_mb=40, seed=3)
+    an_hour_ago = time.time() - 3600
+    for p in folder.rglob("*"):  # settled: the first index reads only such files on workers
+        os.utime(p, (an_hour_ago, an_hour_ago))
+    with RawServer() as server:
+        server.initialize(folder, watch=False)
+        deadline = time.monotonic() + LIVENESS
+        workers: set[int] = set()
+        while not workers:  # the fill has forked its workers
+            assert time.monotonic() < deadline, "no worker process was started"
+            workers = _children(server.proc.pid)
+            time.sleep(0.01)
+        server.notify("exit")
+        rc, _ = server.wait_exit(LIVENESS)
+        assert rc is not None
+        assert server.proc.stdout is not None
+        deadline = time.monotonic() + LIVENESS
+        while any(
+            Path(f"/proc/{w}").exists() and "Z" not in Path(f"/proc/{w}/stat").read_text().split()[2] for w in workers
+        ):
+            assert time.monotonic() < deadline, f"worker processes {sorted(workers)} outlived the server"
+            time.sleep(0.05)
+        print(f"{len(workers)} workers ended with the server")

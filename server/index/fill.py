@@ -111,9 +111,12 @@ class _Forking:
         self.lock = threading.Lock()
         self.kept: list[Any] = []
         """The parent's streams in a worker: never closed or flushed there, nor freed (which would close them)."""
+        self.parent = 0
+        """The forking process."""
 
     def __enter__(self) -> None:
         self.lock.acquire()
+        self.parent = os.getpid()
         self.on = True
 
     def __exit__(self, *exc: object) -> None:
@@ -129,6 +132,26 @@ class _Forking:
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the worker's for its whole life
         sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
         logging.disable(logging.CRITICAL)
+        # the descriptors too: a worker holding the server's stdio pipes would keep the editor waiting for their end
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(null)
+        _die_with_parent(self.parent)
+
+
+def _die_with_parent(parent: int) -> None:
+    """A worker ends with the process that forked it (killed when the server exits, even by `os._exit`): Linux's
+    parent-death signal, set from the forking thread, which holds the pool for its whole life."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        pr_set_pdeathsig = 1
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent is already gone
+        os._exit(0)
 
 
 _FORKING = _Forking()
