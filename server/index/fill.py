@@ -2,8 +2,9 @@
 
 `check` of a folder and the language server's first index both read their unknown sessions through `fill`.
 Each session's files are read together on one worker (several workers when there are many files), which
-gives back everything the database keeps of them: each file's state (link rows, line offsets, where reading
-stopped) and uuid table, the session's checks, and with `listing` each session file's summary and message
+gives back everything the database keeps of them: each file's uuid table and the session's checks, with `rows`
+each file's state (link rows, line offsets, where reading stopped: the server's index, not `check`, which stays
+as fast as a parse), and with `listing` each session file's summary and message
 count and each listed session's usage total. The caller's process stores them in one transaction as the
 tasks finish, so `check` answers from the checks, the server's index restores its files from the database as
 on a warm start (no rows held in memory), and `sessions/list` answers from the database.
@@ -63,7 +64,7 @@ class FillResult:
     """The database took the batch (else another process held it: nothing of it was stored)."""
 
 
-def _work(root: Path, paths: list[Path], listing: bool) -> Filled:
+def _work(root: Path, paths: list[Path], listing: bool, rows: bool = True) -> Filled:
     """Read whole sessions (`paths` holds every file of each) and give back what is stored of them."""
     idx = ProjectIndex(root, persist=False)
     idx.scan(paths=paths, discovered=True)
@@ -72,7 +73,7 @@ def _work(root: Path, paths: list[Path], listing: bool) -> Filled:
         out.reports.append((key_text(key), report_to_json(idx._report(key))))
     for state in idx.files.values():
         out.uuids.append((str(state.path), row_uuids(state)))
-        item = storable(state)
+        item = storable(state) if rows else None
         if item is not None:
             out.rowsets.append(item)
     if listing:
@@ -159,15 +160,15 @@ os.register_at_fork(after_in_child=_FORKING.in_child)
 
 
 @contextlib.contextmanager
-def _computing(root: Path, paths: list[Path], workers: int, listing: bool) -> Iterator[Iterator[Filled]]:
+def _computing(root: Path, paths: list[Path], workers: int, listing: bool, rows: bool) -> Iterator[Iterator[Filled]]:
     """Each task's results as soon as it is done (the caller stores them while the other tasks run). The
     workers start on entry, before the caller opens its transaction."""
     if workers < 2 or len(paths) < 4:
-        yield iter([_work(root, paths, listing)] if paths else [])
+        yield iter([_work(root, paths, listing, rows)] if paths else [])
         return
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         with _FORKING:  # the first submit forks every worker
-            futures = [pool.submit(_work, root, task, listing) for task in _tasks(paths)]
+            futures = [pool.submit(_work, root, task, listing, rows) for task in _tasks(paths)]
         yield _as_done(futures)
 
 
@@ -183,11 +184,13 @@ def fill(
     *,
     workers: int | None = None,
     listing: bool = False,
+    rows: bool = True,
     collect: bool = True,
     progress: Callable[[list[Path]], None] | None = None,
 ) -> FillResult:
     """Read `paths` (whole sessions, found by discovery under `root`) and store what they hold; the result has
-    the checks and uuids read when `collect` says so. `progress` gets the paths of each task done. The checks
+    the checks and uuids read when `collect` says so; each file's state is stored with `rows`. `progress` gets the
+    paths of each task done. The checks
     of a session are stored only with the identities its files had before they were read (`saved.stamps`),
     and none while a file of it changed too recently. A failure rolls the whole batch back."""
     groups: dict[SessionKey, list[Path]] = {}
@@ -201,7 +204,7 @@ def fill(
         stamped[key_text(key)] = stamps(members, legacy[key[0]])
     result = FillResult()
     try:
-        with _computing(root, paths, workers or os.cpu_count() or 1, listing) as works, db.uuid_load():
+        with _computing(root, paths, workers or os.cpu_count() or 1, listing, rows) as works, db.uuid_load():
             for done in works:
                 _store(db, done, stamped)
                 if collect:

@@ -90,7 +90,7 @@ def _check(
             progress(done[0], len(todo))
 
     done = [0]
-    filled = fill(db, root, todo, workers=workers, progress=step)
+    filled = fill(db, root, todo, workers=workers, rows=False, progress=step)
     if progress is not None and not todo:
         progress(0, 0)
     for text, report in filled.reports.items():
