@@ -177,6 +177,21 @@ def _as_done(futures: list[Future[Filled]]) -> Iterator[Filled]:
         yield fut.result()
 
 
+def session_stamps(paths: list[Path]) -> tuple[dict[SessionKey, list[Path]], dict[str, Any]]:
+    """The files of `paths` grouped by session, and each session's stamp (`saved.stamps`: its files' identities
+    and the legacy agent files beside them) by key text."""
+    groups: dict[SessionKey, list[Path]] = {}
+    for p in paths:
+        groups.setdefault(session_key(p), []).append(p)
+    legacy: dict[Path, list[str]] = {}
+    stamped: dict[str, Any] = {}
+    for key, members in groups.items():
+        if key[0] not in legacy:
+            legacy[key[0]] = legacy_ids(key[0])
+        stamped[key_text(key)] = stamps(members, legacy[key[0]])
+    return groups, stamped
+
+
 def fill(
     db: IndexDB,
     root: Path,
@@ -187,21 +202,15 @@ def fill(
     rows: bool = True,
     collect: bool = True,
     progress: Callable[[list[Path]], None] | None = None,
+    stamped: dict[str, Any] | None = None,
 ) -> FillResult:
     """Read `paths` (whole sessions, found by discovery under `root`) and store what they hold; the result has
     the checks and uuids read when `collect` says so; each file's state is stored with `rows`. `progress` gets the
-    paths of each task done. The checks
-    of a session are stored only with the identities its files had before they were read (`saved.stamps`),
-    and none while a file of it changed too recently. A failure rolls the whole batch back."""
-    groups: dict[SessionKey, list[Path]] = {}
-    for p in paths:
-        groups.setdefault(session_key(p), []).append(p)
-    legacy: dict[Path, list[str]] = {}
-    stamped: dict[str, Any] = {}
-    for key, members in groups.items():
-        if key[0] not in legacy:
-            legacy[key[0]] = legacy_ids(key[0])
-        stamped[key_text(key)] = stamps(members, legacy[key[0]])
+    paths of each task done. The checks of a session are stored only with the identities its files had before
+    they were read (`stamped`, by `session_stamps` unless the caller took them already), and none while a file of
+    it changed too recently. A failure rolls the whole batch back."""
+    if stamped is None:
+        stamped = session_stamps(paths)[1]
     result = FillResult()
     try:
         with _computing(root, paths, workers or os.cpu_count() or 1, listing, rows) as works, db.uuid_load():

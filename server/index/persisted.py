@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from server.index.diagnostics import Diagnostic
-from server.index.fill import fill
+from server.index.fill import fill, session_stamps
 from server.index.links import resolve
 from server.index.parallel import check_folder
-from server.index.saved import diag_from_json, key_text, legacy_ids, pending_from_json, stamps
-from server.index.store import ProjectIndex, SessionKey, session_key
+from server.index.saved import diag_from_json, key_text, pending_from_json
+from server.index.store import ProjectIndex, session_key
 from storage.indexdb import DAMAGE, IndexDB
 
 
@@ -63,15 +63,7 @@ def _check(
     paths = list(index.discover())
     if skipped is not None:
         skipped.update(index.skipped)
-    groups: dict[SessionKey, list[Path]] = {}
-    for p in paths:
-        groups.setdefault(session_key(p), []).append(p)
-    legacy: dict[Path, list[str]] = {}
-    stamped: dict[str, Any] = {}
-    for key, members in groups.items():
-        if key[0] not in legacy:
-            legacy[key[0]] = legacy_ids(key[0])
-        stamped[key_text(key)] = stamps(members, legacy[key[0]])
+    groups, stamped = session_stamps(paths)
     stored = db.sessions()
     prefix = str(root) + os.sep
     reports: dict[str, tuple[list[Any], list[Any]]] = {}
@@ -90,7 +82,7 @@ def _check(
             progress(done[0], len(todo))
 
     done = [0]
-    filled = fill(db, root, todo, workers=workers, rows=False, progress=step)
+    filled = fill(db, root, todo, workers=workers, rows=False, progress=step, stamped=stamped)  # stamped once
     if progress is not None and not todo:
         progress(0, 0)
     for text, report in filled.reports.items():
