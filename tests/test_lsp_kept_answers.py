@@ -80,12 +80,18 @@ def damage(projects: Path) -> Path:
     return path
 
 
-def test_kept_answers_come_before_the_server_and_equal_its_own(corpus_projects: Path, answers: Path) -> None:
-    damage(corpus_projects)
-    age(corpus_projects)
-    first, server = launch(corpus_projects, BOTH)
+def first_launch(projects: Path, answers: Path) -> dict[str, Any]:
+    """A launch over the folder, settled, that keeps both answers; its answers by method."""
+    age(projects)
+    first, server = launch(projects, BOTH)
     wait_kept(answers, 2)  # the listing, asked before the first index was complete, is kept once it is
     finish(server)
+    return first
+
+
+def test_kept_answers_come_before_the_server_and_equal_its_own(corpus_projects: Path, answers: Path) -> None:
+    damage(corpus_projects)
+    first = first_launch(corpus_projects, answers)
     assert len(first["sessions/list"]["result"]["sessions"]) == 4
     assert first["workspace/diagnostic"]["result"]["items"]  # the corpus has findings
     mark(answers)
@@ -105,10 +111,7 @@ def test_kept_answers_come_before_the_server_and_equal_its_own(corpus_projects: 
 
 
 def test_a_changed_folder_is_answered_by_the_server(corpus_projects: Path, answers: Path) -> None:
-    age(corpus_projects)
-    first, server = launch(corpus_projects, BOTH)
-    wait_kept(answers, 2)
-    finish(server)
+    first_launch(corpus_projects, answers)
     mark(answers)
 
     path = damage(corpus_projects)
@@ -137,10 +140,7 @@ def test_a_folder_written_moments_ago_is_not_kept(corpus_projects: Path, answers
 
 
 def test_a_frame_cut_by_a_pause_reaches_the_server_whole(corpus_projects: Path, answers: Path) -> None:
-    age(corpus_projects)
-    first, server = launch(corpus_projects, BOTH)
-    wait_kept(answers, 2)
-    finish(server)
+    first = first_launch(corpus_projects, answers)
     mark(answers)
 
     def cut_request(server: RawServer) -> None:
@@ -157,10 +157,7 @@ def test_a_frame_cut_by_a_pause_reaches_the_server_whole(corpus_projects: Path, 
 
 
 def test_a_damaged_kept_answer_is_computed_again(corpus_projects: Path, answers: Path) -> None:
-    age(corpus_projects)
-    first, server = launch(corpus_projects, BOTH)
-    wait_kept(answers, 2)
-    finish(server)
+    first = first_launch(corpus_projects, answers)
     for f in kept_files(answers):
         data = f.read_bytes()
         f.write_bytes(data[: len(data) // 2] + b"}")  # cut in the middle: the digest still matches
@@ -174,10 +171,7 @@ def test_a_damaged_kept_answer_is_computed_again(corpus_projects: Path, answers:
 def test_a_partial_listing_answered_early_is_the_servers(corpus_projects: Path, answers: Path) -> None:
     """With the folder changed (nothing kept fits), `sessions/list {partial: true}` is answered before the server
     loads, as the server answers it before its first index: the same answer either way."""
-    age(corpus_projects)
-    _, server = launch(corpus_projects, BOTH)
-    wait_kept(answers, 2)
-    finish(server)
+    first_launch(corpus_projects, answers)
     damage(corpus_projects)  # one session changed: its count and usage are pending
     age(corpus_projects)
 
