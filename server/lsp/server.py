@@ -232,8 +232,10 @@ class SessionServer(LanguageServer):
         """Tools the person allowed for the rest of a session (`sessions/permission` answers)."""
         self.stores = StoreSet(())
         """The session stores mirrored read-only beside the projects folder (`stores` option)."""
-        self.kept: dict[str, str] = {}
-        """By answer key, the folder digest its answer was last kept for (`server.lsp.answers`)."""
+        self.kept: dict[str, int] = {}
+        """By answer key, the index generation its answer was last kept at (`server.lsp.answers`)."""
+        self.generation = 0
+        """How many changes the index has reported: an answer kept since the last one needs no keeping again."""
         self._wanted: dict[str, tuple[str, Any, Callable[[], tuple[Any, bool]]]] = {}
         """Requests answered before the first index was complete, by answer key: kept once it is."""
         self._views: dict[Path, tuple[int, TreeView]] = {}
@@ -319,14 +321,17 @@ class SessionServer(LanguageServer):
             with self._lock:
                 self._wanted[key] = (method, params, compute)  # kept once the first index is complete
             key = None
+        generation = self.generation
+        if key is not None and self.kept.get(key) == generation:
+            key = None  # kept since the index last changed (a change it did not see changes the stamp: not replayed)
         before = stamp_folder(index.projects_dir) if key is not None and index is not None else None
         result, whole = compute()
-        if index is None or key is None or before is None or not whole or self.kept.get(key) == before.digest:
+        if index is None or key is None or before is None or not whole:
             return result
         if self._index_agrees(before):
             wire = json.loads(json.dumps(result, default=self.protocol._serialize_message))
             if keep_answer(key, before, stamp_folder(index.projects_dir), wire):
-                self.kept[key] = before.digest
+                self.kept[key] = generation
         return result
 
     def keep_wanted(self) -> None:
@@ -457,6 +462,7 @@ class SessionServer(LanguageServer):
 
     def on_index_change(self, change: Any) -> None:
         with self._lock:
+            self.generation += 1
             for p in change.removed:  # a changed file's view is grown or rebuilt when next asked for
                 self._views.pop(p, None)
             if change.root:
