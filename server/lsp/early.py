@@ -5,7 +5,8 @@ most of a second).
 the server's code (`server.lsp.codestamp`). The first time a client is served, pygls's answer is kept in the
 cache folder (`initialize-v1.json`, 0600) under a digest of both, the client's `processId` and
 `initializationOptions` left out. At the next launch, an `initialize` with the same digest, a well-formed
-`processId` and options that parse is answered from there before the server is imported. The request still
+`processId` and options that parse is answered from there before the server is imported; one never answered
+before gets the answer pygls gives this server's features (`server.lsp.firstanswer`). The request still
 goes to pygls, which applies the options and sets the server up as usual; its own answer is then withheld,
 and replaces the stored one if they differ.
 
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, cast
 
 from server.lsp.codestamp import code_stamp
+from server.lsp.firstanswer import first_answer
 from server.lsp.readahead import Frame, FrameReader, Replay
 from storage.cache import cache_dir, load_json_dict, save_json
 from storage.errors import InvalidArgument
@@ -122,12 +124,19 @@ class EarlyInitialize:
         early = cls(message["id"], digest(params), options_digest(launch, raw_options))
         stored = load_json_dict(_cache_file()).get(early.key or "")
         pid = params.get("processId")
-        if not isinstance(stored, dict) or "result" not in stored or not (pid is None or type(pid) is int):
+        if not (pid is None or type(pid) is int):
             return early
+        if not isinstance(stored, dict) or "result" not in stored:
+            first = first_answer(params)  # never answered before: pygls's answer without pygls
+            if first is None:
+                return early
+            stored = {"result": first, "first": True}
         served = _served(stored, early.options_key) or _parsed(raw_options, defaults)
         if served is None:
             return early  # pygls answers with the error
         _send(stdout, message["id"], stored["result"])
+        source = "this server's capabilities" if stored.get("first") else "the answer kept at an earlier launch"
+        log.info("initialize answered before the server loaded, from %s", source)
         early.answered, early.served = stored["result"], served
         return early
 
