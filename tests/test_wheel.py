@@ -61,7 +61,7 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
     }
     messages = [init, {"jsonrpc": "2.0", "id": 2, "method": "shutdown"}, {"jsonrpc": "2.0", "method": "exit"}]
     served = subprocess.run(
-        [str(exe), "serve"],
+        [str(exe), "serve", "-v"],
         input=b"".join(_frame(m) for m in messages),
         capture_output=True,
         cwd=away,
@@ -70,3 +70,4 @@ def test_wheel_installs_and_runs_outside_the_checkout(tmp_path: Path) -> None:
     )
     assert served.returncode == 0, served.stderr
     assert b'"serverInfo"' in served.stdout and b'"name": "session-lsp"' in served.stdout
+    assert b"answered before the server loaded, from this server's capabilities" in served.stderr  # they ship too
