@@ -59,9 +59,18 @@ def projects_dir(args: argparse.Namespace, *, must_exist: bool = True) -> Path:
 
 
 def print_json(value: Any) -> None:
+    print_json_text(json_text(value))
+
+
+def json_text(value: Any) -> bytes:
+    """What `print_json` prints of `value`, without its final newline."""
     import orjson  # imported when output is written: `--help` and parsing stay light
 
-    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2)
+
+
+def print_json_text(text: bytes) -> None:
+    sys.stdout.buffer.write(text + b"\n")
     sys.stdout.flush()
 
 

@@ -12,7 +12,9 @@ from server.commands.common import (
     EXAMPLE_PROJECTS,
     CommandError,
     add_projects_dir,
+    json_text,
     print_json,
+    print_json_text,
     projects_dir,
 )
 from server.commands.store import add_store_option
@@ -91,14 +93,33 @@ def cmd_list(args: argparse.Namespace) -> int:
         return cmd_list_store(args)
     if args.partial:
         return _list_partial(args)
-    sessions = _sessions(args)
     if args.json:
-        from storage.usagetotals import sessions_usage_indexed
+        return _list_json(args)
+    print_sessions(_sessions(args))
+    return 0
 
-        usage = sessions_usage_indexed(sessions)
-        print_json([{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)])
+
+def _list_json(args: argparse.Namespace) -> int:
+    """The listing as JSON; the output kept for the folder as it is now when there is one
+    (`server.lsp.answers`), and this one kept when the folder stayed settled and unchanged while it was made."""
+    from server.lsp.answers import command_key, keep_answer, kept_answer
+    from storage.folderstamp import stamp_folder
+
+    root = projects_dir(args)
+    key = command_key("list --json", {"cwd": str(resolve_cwd(args.cwd)) if args.cwd else None}, root)
+    before = stamp_folder(root)
+    kept = kept_answer(key, before) if before is not None else None
+    if kept is not None:
+        print_json_text(kept)
         return 0
-    print_sessions(sessions)
+    from storage.usagetotals import sessions_usage_indexed
+
+    sessions = _sessions(args)
+    usage = sessions_usage_indexed(sessions)
+    text = json_text([{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)])
+    print_json_text(text)
+    if before is not None:
+        keep_answer(key, before, stamp_folder(root), text)
     return 0
 
 

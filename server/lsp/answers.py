@@ -1,10 +1,11 @@
-"""Answers kept for a projects folder that did not change: `sessions/list` and `workspace/diagnostic`.
+"""Answers kept for a projects folder that did not change: the server's `sessions/list` and
+`workspace/diagnostic`, and the command line's `list --json`.
 
-Both answers depend only on the request, the code (`server.lsp.codestamp`) and the files below the projects
-folder (`storage.folderstamp`). When the server computes one from a complete index, with the folder settled
-and the same before and after, it keeps the answer (`answers-v1/<key>.json` in the cache folder, 0600) under
-the folder's digest. The next launch answers the same request at once, before pygls is loaded, when the folder's
-digest is still the same (`server.lsp.early`): what the server would compute, without waiting for it to load.
+Each answer depends only on the request, the code (`server.lsp.codestamp`) and the files below the projects
+folder (`storage.folderstamp`). When one is computed from a complete index, with the folder settled and the same
+before and after, it is kept (`answers-v1/<key>.json` in the cache folder, 0600) under the folder's digest. The
+next launch answers the same request at once when the folder's digest is still the same: the server before
+pygls is loaded (`server.lsp.early`), the command before it opens the index (`server.commands.read`).
 """
 
 from __future__ import annotations
@@ -40,8 +41,16 @@ def answer_key(method: str, params: Any, root: Path) -> str | None:
     if not isinstance(params, dict):
         return None
     ignored = IGNORED_PARAMS.get(method, ())
-    request = {k: v for k, v in params.items() if k not in ignored}
-    text = json.dumps([code_stamp(), method, request, str(root)], sort_keys=True, separators=(",", ":"))
+    return _key(method, {k: v for k, v in params.items() if k not in ignored}, root)
+
+
+def command_key(command: str, args: dict[str, Any], root: Path) -> str:
+    """The key of a command's kept output over the projects folder `root` (never the key of a request)."""
+    return _key(f"command {command}", args, root)
+
+
+def _key(name: str, request: dict[str, Any], root: Path) -> str:
+    text = json.dumps([code_stamp(), name, request, str(root)], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -78,12 +87,12 @@ def kept_answer(key: str, stamp: FolderStamp) -> bytes | None:
     return result
 
 
-def keep_answer(key: str, before: FolderStamp, after: FolderStamp | None, result: Any) -> bool:
-    """Keep `result`, computed between the two stamps, when they are equal and settled; True when kept."""
+def keep_answer(key: str, before: FolderStamp, after: FolderStamp | None, result: bytes) -> bool:
+    """Keep `result` (JSON), computed between the two stamps, when they are equal and settled; True when kept."""
     path = _file(key)
     if path is None or after is None or not before.settled or before.digest != after.digest:
         return False
-    data = b'{"folder":"%s","result":%s}' % (before.digest.encode(), orjson.dumps(result))
+    data = b'{"folder":"%s","result":%s}' % (before.digest.encode(), result)
     if not save_bytes(path, data):
         return False
     _prune(path.parent)

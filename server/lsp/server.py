@@ -329,7 +329,7 @@ class SessionServer(LanguageServer):
         if index is None or key is None or before is None or not whole:
             return result
         if self._index_agrees(before):
-            wire = json.loads(json.dumps(result, default=self.protocol._serialize_message))
+            wire = json.dumps(result, default=self.protocol._serialize_message).encode()
             if keep_answer(key, before, stamp_folder(index.projects_dir), wire):
                 self.kept[key] = generation
         return result
