@@ -51,7 +51,7 @@ def main() -> None:
     answer = protocol._converter.unstructure(lsp.InitializeResult(capabilities=built, server_info=protocol.server_info))
     answer["capabilities"].pop("positionEncoding", None)  # the client's choice
     answer["serverInfo"].pop("version", None)  # the installed one
-    TEMPLATE.write_text(json.dumps(answer, indent=1, sort_keys=True) + "\n")
+    TEMPLATE.write_text(json.dumps(answer, indent=1) + "\n")
     print(f"wrote {TEMPLATE.relative_to(REPO)}")
 
 
