@@ -45,7 +45,7 @@ def first_answer(params: dict[str, Any]) -> dict[str, Any] | None:
     if template is None or not isinstance(capabilities, dict) or not _plain(params, capabilities):
         return None
     result = copy.deepcopy(template)
-    result["capabilities"]["positionEncoding"] = position_encoding(capabilities)
+    result["capabilities"] = {"positionEncoding": position_encoding(capabilities), **result["capabilities"]}
     stated = _synchronization(capabilities)
     result["capabilities"]["textDocumentSync"].update({k: False for k in _SAVE_FIELDS if stated.get(k) is not None})
     result["serverInfo"] = {**result.get("serverInfo", {}), "version": version()}
