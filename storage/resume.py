@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,14 +36,20 @@ class Resumed:
 
 
 def resume(
-    path: Path | str, leaf_uuid: str | None = None, *, bare: bool = False, effort_statement: bool = False
+    path: Path | str,
+    leaf_uuid: str | None = None,
+    *,
+    bare: bool = False,
+    effort_statement: bool = False,
+    load: Callable[[Path], Transcript] = Transcript.load,
 ) -> Resumed:
     """Load `path` and rebuild the conversation the CLI would send on resume, as a normal
     `claude --resume` does (attachments included); `bare` as `claude --bare --resume` does;
     `effort_statement` adds the empty system message that carries the request's effort, so the
-    messages are exactly the request's (what `chain --json` prints)."""
+    messages are exactly the request's (what `chain --json` prints). `load` gives the file's link rows
+    (a caller with an index passes its own)."""
     p = Path(path)
-    t = Transcript.load(p)
+    t = load(p)
     if not any(r.is_chain_row for r in t.rows):
         raise NotATranscript(f"{p}: no conversation rows (not a Claude Code transcript?)")
     chain = build_chain(t, leaf_uuid)

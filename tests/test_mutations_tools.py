@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -111,6 +112,30 @@ def test_chain_json_is_what_the_cli_sent(
         out, err = capsys.readouterr()
         assert status == 0, (key, err)
         assert exact_differences(json.loads(out)["messages"], REQUESTS[case["request"]]) == [], key
+
+
+def test_chain_json_through_the_index_database_is_what_the_cli_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same, with every copy settled and a cache folder: the first `chain` reads each copy and stores its
+    rows, the second restores them (`server.index.onefile`); both give what the CLI sent."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("SESSION_LSP_NO_CACHE", raising=False)
+    projects = tmp_path / "projects"
+    paths = build(projects)
+    settled = 1_000_000_000
+    for path in projects.rglob("*"):
+        os.utime(path, (settled, settled))
+    sent = {key: case for key, case in sorted(CASES.items()) if case["request"] is not None}
+    for _ in ("read and stored", "restored"):
+        for key, case in sent.items():
+            args = ["chain", str(paths[key]), "--json", "--projects-dir", str(projects)]
+            assert main([*args, *(["--bare"] if case["bare"] else [])]) == 0, key
+            got = json.loads(capsys.readouterr().out)["messages"]
+            assert exact_differences(got, REQUESTS[case["request"]]) == [], key
+    with sqlite3.connect(next((tmp_path / "cache" / "session-lsp").glob("index*.sqlite3"))) as db:
+        (stored,) = db.execute("SELECT count(*) FROM rowsets").fetchone()
+    assert stored == len({paths[key] for key in sent})
 
 
 def test_list_lists_every_copy_the_cli_resumed(folder: tuple[Path, dict[str, Path]], tmp_path: Path) -> None:

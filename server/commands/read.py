@@ -164,11 +164,12 @@ def _resolve(args: argparse.Namespace) -> Path:
 
 
 def load_resumed(path: Path, *, bare: bool = False) -> Resumed:
+    from server.index.onefile import file_transcript
     from storage.errors import NotATranscript
     from storage.resume import resume
 
     try:
-        return resume(path, bare=bare, effort_statement=True)
+        return resume(path, bare=bare, effort_statement=True, load=file_transcript)
     except NotATranscript as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:
