@@ -16,6 +16,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from storage.access import DecidedPath, open_decided
 from storage.jsonline import BOM, loads_line
 from storage.linkdecode import row_from_line
 from storage.rows import CHAIN_TYPES, Row, row_from_entry
@@ -51,7 +52,10 @@ def why_not_regular(path: Path | str) -> str | None:
 
 def open_regular(path: Path | str) -> BinaryIO:
     """Open a transcript for reading; `NotARegularFile` for anything else. Opening never blocks
-    (a FIFO is opened non-blocking, then refused)."""
+    (a FIFO is opened non-blocking, then refused). Every transcript is opened for reading here: a path
+    `storage.access` decided (a `DecidedPath`) is opened by `open_decided`, following no symlink."""
+    if isinstance(path, DecidedPath):
+        return os.fdopen(open_decided(path, os.O_RDONLY), "rb")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode

@@ -28,6 +28,7 @@ from storage.paths import (
     legacy_agent_files,
     subagent_files,
 )
+from storage.reader import open_regular
 
 WINDOW = 64 * 1024
 BRANCH_RE = re.compile(rb'"gitBranch":"((?:[^"\\]|\\.)*)"')
@@ -145,7 +146,7 @@ def _cut(text: str) -> str:
 
 
 def _read_windows(path: Path, size: int) -> tuple[bytes, bytes | None]:
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         if size <= 2 * WINDOW:
             return fh.read(), None
         head = fh.read(WINDOW)
@@ -340,7 +341,7 @@ def attach_legacy_agents(project_dir: Path, sessions: list[SessionInfo]) -> None
     by_id = {s.session_id: s for s in sessions}
     for path in legacy_agent_files(project_dir):
         try:
-            with open(path, "rb") as fh:
+            with open_regular(path) as fh:
                 head = fh.read(WINDOW)
         except OSError:
             continue

@@ -34,6 +34,7 @@ from storage.admission import admit
 from storage.errors import InvalidArgument, NotATranscript, StoreDiverged
 from storage.livesession import config_dir_of
 from storage.paths import UUID_RE
+from storage.reader import open_regular
 from storage.store_materialize import (
     jsonl_bytes,
     load_session,
@@ -50,7 +51,7 @@ def file_rows(path: Path) -> list[Any]:
     """The JSON value of every non-blank line of `path`; a line that does not parse is an error
     (a local copy we push is one we or the CLI wrote whole)."""
     rows = []
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         for number, line in enumerate(fh, 1):
             if not line.strip():
                 continue

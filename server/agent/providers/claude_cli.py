@@ -4,6 +4,7 @@ relay its stream as turn events and report the rows it appended."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -24,6 +25,7 @@ from storage.admission import admit
 from storage.errors import InvalidArgument
 from storage.lookup import find_continue
 from storage.paths import default_projects_dir, project_folder_name, resolve_cwd
+from storage.reader import open_regular
 from storage.transcript import Transcript
 
 NAME = "claude-cli"
@@ -181,7 +183,7 @@ class ClaudeCliProvider:
 
 def _recorded_cwd(path: Path) -> str | None:
     """The `cwd` the session's rows carry (the CLI resumes by id only from that folder)."""
-    with path.open(encoding="utf-8", errors="replace") as f:
+    with io.TextIOWrapper(open_regular(path), encoding="utf-8", errors="replace") as f:
         for line in f:
             row = _parse(line)
             if row and isinstance(cwd := row.get("cwd"), str):
