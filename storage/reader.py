@@ -68,6 +68,30 @@ def open_regular(path: Path | str) -> BinaryIO:
         raise
 
 
+SIDECAR_BYTES = 64 * 1024
+"""A sidecar file (a subagent's `.meta.json`) larger than this is not read."""
+
+
+def read_sidecar(path: Path | str, limit: int = SIDECAR_BYTES) -> bytes | None:
+    """The bytes of a small file kept beside a transcript, or None when it is not a regular file of at most
+    `limit` bytes in its own right: a symlink (which may lead out of the projects folder) is not followed, and
+    a FIFO or device is never read (opening never blocks)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        data = os.read(fd, limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= limit else None
+
+
 @dataclass(slots=True)
 class LineProblem:
     """A line that did not load: `line` 0-based, `offset` its first byte."""

@@ -28,7 +28,7 @@ from storage.paths import (
     legacy_agent_files,
     subagent_files,
 )
-from storage.reader import open_regular
+from storage.reader import open_regular, read_sidecar
 
 WINDOW = 64 * 1024
 BRANCH_RE = re.compile(rb'"gitBranch":"((?:[^"\\]|\\.)*)"')
@@ -294,11 +294,12 @@ def _take_metadata(info: SessionInfo, entry: dict[str, Any], summaries: dict[str
 
 def subagent_json(sub: SubagentFile) -> dict[str, Any]:
     meta: dict[str, Any] = {}
-    if sub.meta_path is not None:
+    data = read_sidecar(sub.meta_path) if sub.meta_path is not None else None
+    if data is not None:
         try:
-            loaded = orjson.loads(sub.meta_path.read_bytes())
+            loaded = orjson.loads(data)
             meta = loaded if isinstance(loaded, dict) else {}
-        except (OSError, orjson.JSONDecodeError):
+        except orjson.JSONDecodeError:
             meta = {}
     return {
         "agentId": sub.agent_id,
