@@ -18,7 +18,7 @@ decided path is the real path, so no part of it is a symlink; `open_decided` ope
 still holds at the open, however long after the decision (a turn appends for minutes): each folder
 on the way is opened without following a symlink, the file too, and what was opened must be a
 regular file with a single name when it is opened for writing. The decided path is returned as a
-`DecidedPath`, and `storage.reader.open_regular` (where every transcript is opened for reading) opens
+`DecidedPath`, and `storage.fileopen.open_regular` (where every transcript is opened for reading) opens
 one of those by `open_decided`: a file swapped for a link after the decision is not followed.
 """
 
@@ -42,7 +42,7 @@ HEAD_ROWS = 16
 
 
 class DecidedPath(PosixPath):
-    """A real path `resolve_target` decided: opened for reading (`storage.reader.open_regular`) only
+    """A real path `resolve_target` decided: opened for reading (`storage.fileopen.open_regular`) only
     by `open_decided`, so no symlink is followed however long after the decision. A path made from it
     (its folder, a file beside it) is a plain `Path`: it was never decided."""
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from storage.fileopen import open_regular
 from storage.jsonline import loads_line
-from storage.reader import open_regular
 
 MARKER = b'"compact_boundary"'
 CHUNK = 16 * 1024 * 1024

@@ -17,7 +17,7 @@ import zlib
 from pathlib import Path
 
 from storage.cache import cache_dir, load_json_dict, save_json
-from storage.reader import open_regular
+from storage.fileopen import open_regular
 
 MARKERS = (b'"type":"user"', b'"type":"assistant"')
 SPACED_MARKER = re.compile(rb'"type"(?:[ \t\r]+:[ \t\r]*|:[ \t\r]+)"(?:user|assistant)"')

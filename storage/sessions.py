@@ -20,6 +20,7 @@ import orjson
 
 from storage.boundaries import scan_boundaries
 from storage.countcache import CountCache
+from storage.fileopen import open_regular, read_sidecar
 from storage.jsonline import BOM, loads_line
 from storage.paths import (
     SubagentFile,
@@ -28,7 +29,6 @@ from storage.paths import (
     legacy_agent_files,
     subagent_files,
 )
-from storage.reader import open_regular, read_sidecar
 
 WINDOW = 64 * 1024
 BRANCH_RE = re.compile(rb'"gitBranch":"((?:[^"\\]|\\.)*)"')

@@ -32,9 +32,9 @@ from typing import Any
 from storage.access import resolve_target
 from storage.admission import admit
 from storage.errors import InvalidArgument, NotATranscript, StoreDiverged
+from storage.fileopen import open_regular
 from storage.livesession import config_dir_of
 from storage.paths import UUID_RE
-from storage.reader import open_regular
 from storage.store_materialize import (
     jsonl_bytes,
     load_session,

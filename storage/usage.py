@@ -22,9 +22,9 @@ from typing import Any, Protocol
 
 import orjson
 
+from storage.fileopen import open_regular
 from storage.paths import iter_project_dirs, iter_session_files, legacy_agent_files, subagent_files
 from storage.prices import one_hour_writes, response_cost
-from storage.reader import open_regular
 
 ASSISTANT_MARKER = b'"assistant"'
 SYNTHETIC_MODEL = "<synthetic>"

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from server.index.diagnostics import Diagnostic
-from storage.reader import open_regular
+from storage.fileopen import open_regular
 
 MAX_LINE = 1 << 20
 

@@ -30,11 +30,11 @@ from server.index.saved import (
     save_files,
     stamps,
 )
+from storage.fileopen import NotARegularFile, why_not_regular
 from storage.folderstamp import settled
 from storage.indexdb import APPENDED as INDEX_APPENDED
 from storage.indexdb import DAMAGE, SAME, Identity, IndexDB, compare
 from storage.paths import AGENT_FILE_RE, is_session_file, linked_below, stays_inside
-from storage.reader import NotARegularFile, why_not_regular
 from storage.rows import Row
 from storage.sessions import SessionInfo, read_session_info
 

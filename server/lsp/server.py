@@ -56,10 +56,10 @@ from server.params import str_param
 from server.version import version
 from storage.access import resolve_target
 from storage.errors import InvalidArgument, SessionLspError
+from storage.fileopen import open_regular
 from storage.folderstamp import FolderStamp, stamp_folder
 from storage.indexdb import FILLS
 from storage.paths import default_projects_dir, stays_inside
-from storage.reader import open_regular
 from storage.search import SearchIndex
 
 log = logging.getLogger(__name__)

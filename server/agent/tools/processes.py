@@ -17,30 +17,47 @@ import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from server.agent.tools.supervise import descendants
 
 SUPERVISOR = Path(__file__).with_name("supervise.py")
 
-_lifeline: int | None = None
-_lifeline_owner = 0
+_lifeline: tuple[int, int] | None = None
+"""(read end, write end) of this process's lifeline; the write end stays open, unused, until the process ends."""
 _lifeline_lock = threading.Lock()
 
 
 def lifeline() -> int:
-    """The read end of this process's lifeline (made once per process; a forked child makes its own)."""
-    global _lifeline, _lifeline_owner
+    """The read end of this process's lifeline (made once per process)."""
+    global _lifeline
     with _lifeline_lock:
-        if _lifeline is None or _lifeline_owner != os.getpid():
-            read_end, _write_end = os.pipe()  # the write end stays open, unused, until this process ends
-            _lifeline, _lifeline_owner = read_end, os.getpid()
-        return _lifeline
+        if _lifeline is None:
+            _lifeline = os.pipe()
+        return _lifeline[0]
+
+
+def _forget_lifeline() -> None:
+    """In a forked child (a first-index worker): the parent's lifeline is not the child's to hold open."""
+    global _lifeline, _lifeline_lock
+    _lifeline_lock = threading.Lock()  # another thread of the parent may have held it
+    if _lifeline is not None:
+        for fd in _lifeline:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        _lifeline = None
+
+
+os.register_at_fork(after_in_child=_forget_lifeline)
 
 
 class Supervised:
-    """`argv` started under the supervisor, in a session of its own, its output on pipes."""
+    """`argv` started under the supervisor, in a session of its own, its output on pipes (`popen`: more of
+    `subprocess.Popen`'s arguments, such as `text`)."""
 
-    def __init__(self, argv: list[str], *, cwd: str, env: Mapping[str, str] | None) -> None:
+    def __init__(self, argv: list[str], *, cwd: str, env: Mapping[str, str] | None, **popen: Any) -> None:
         line = lifeline()
         self._status, status_w = os.pipe()
         try:
@@ -53,6 +70,7 @@ class Supervised:
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 pass_fds=(line, status_w),
+                **popen,
             )
         except BaseException:
             os.close(self._status)
@@ -85,7 +103,7 @@ class Supervised:
         kill_tree(self.proc)
 
 
-def kill_tree(proc: subprocess.Popen[bytes]) -> None:
+def kill_tree(proc: subprocess.Popen[Any]) -> None:
     """SIGKILL the whole tree of `proc`, which was started as the leader of its own session."""
     tree = descendants(proc.pid)
     try:

@@ -7,7 +7,10 @@ every orphan of the tree, even one that left the session (`setsid`), becomes its
 writes ARGV's exit status to the STATUS descriptor the moment ARGV ends; then stays while anything of
 the tree is left (a background job outlives its shell, but not session-lsp). LIFELINE is the read end
 of a pipe whose write end only session-lsp holds: when it reads end of file, session-lsp is gone, and
-every process below is killed. SIGTERM, SIGHUP and SIGINT do the same. Standard library only.
+every process below is ended: the command's process group gets SIGINT first (the real CLI records the
+interruption), and after `GRACE_S` (or at once, if the command already ended) everything left gets SIGKILL.
+SIGTERM and SIGHUP do the same; SIGINT is the command's to take, not ours (an interrupt sent to the group
+reaches the command). Standard library only.
 """
 
 from __future__ import annotations
@@ -17,9 +20,12 @@ import os
 import select
 import signal
 import sys
+import time
 
 PR_SET_CHILD_SUBREAPER = 36
-STOPPING = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+STOPPING = (signal.SIGTERM, signal.SIGHUP)
+GRACE_S = 3.0
+"""How long the command has to end after SIGINT, when session-lsp is gone, before everything is killed."""
 KILL_ROUNDS = 100
 """Rounds of killing what is below, for a tree that forks while it is being killed."""
 
@@ -92,7 +98,7 @@ def _start(argv: list[str], closing: list[int]) -> int:
         return pid
     try:
         signal.set_wakeup_fd(-1)
-        for sig in (signal.SIGCHLD, *STOPPING):
+        for sig in (signal.SIGCHLD, signal.SIGINT, *STOPPING):
             signal.signal(sig, signal.SIG_DFL)
         for fd in closing:
             os.close(fd)
@@ -113,6 +119,7 @@ def main(args: list[str]) -> int:
     signal.set_wakeup_fd(wake_w)
     for sig in (signal.SIGCHLD, *STOPPING):
         signal.signal(sig, lambda *_: None)  # the wakeup descriptor says which came
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     command = _start(argv, [lifeline, status_fd, wake_r, wake_w])
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -134,12 +141,30 @@ def main(args: list[str]) -> int:
             ready, _, _ = select.select([lifeline, wake_r], [], [])
         except InterruptedError:
             continue
-        if lifeline in ready and not os.read(lifeline, 1):
+        if (lifeline in ready and not os.read(lifeline, 1)) or (
+            wake_r in ready and any(sig in STOPPING for sig in os.read(wake_r, 256))
+        ):
+            if running:
+                _interrupt(command)
             kill_all_below()
             return 0 if not running else 137
-        if wake_r in ready and any(sig in STOPPING for sig in os.read(wake_r, 256)):
-            kill_all_below()
-            return 0 if not running else 137
+
+
+def _interrupt(command: int) -> None:
+    """SIGINT the command's process group, and give the command `GRACE_S` to end."""
+    try:
+        os.killpg(os.getpgid(0), signal.SIGINT)  # ours too, ignored
+    except OSError:
+        return
+    deadline = time.monotonic() + GRACE_S
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(command, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == command:
+            return
+        time.sleep(0.02)
 
 
 if __name__ == "__main__":
