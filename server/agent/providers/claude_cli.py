@@ -59,7 +59,6 @@ class ClaudeCliProvider:
         cmd = [
             self.binary,
             "-p",
-            request.prompt,
             "--output-format",
             "stream-json",
             "--verbose",
@@ -79,6 +78,8 @@ class ClaudeCliProvider:
             cmd += ["--resume", session_id]
             if request.mode == "fork":
                 cmd.append("--fork-session")
+        # the prompt last, after `--`: a prompt starting with `-` is the prompt, never an option of the CLI
+        cmd += ["--", request.prompt]
         return cmd, session_id
 
     def run_turn(
