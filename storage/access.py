@@ -17,7 +17,9 @@ Anything else raises `OutsideProjects`, `NotATranscript`, `NotFound` or `Unsafe`
 decided path is the real path, so no part of it is a symlink; `open_decided` opens it so that this
 still holds at the open, however long after the decision (a turn appends for minutes): each folder
 on the way is opened without following a symlink, the file too, and what was opened must be a
-regular file with a single name when it is opened for writing.
+regular file with a single name when it is opened for writing. The decided path is returned as a
+`DecidedPath`, and `storage.fileopen.open_regular` (where every transcript is opened for reading) opens
+one of those by `open_decided`: a file swapped for a link after the decision is not followed.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
+import sys
+from pathlib import Path, PosixPath
 from typing import Literal
 
 import orjson
@@ -36,6 +39,29 @@ from storage.paths import UUID_RE, is_inside, project_folder_name, real_root, re
 Access = Literal["read", "write", "create"]
 HEAD_BYTES = 64 * 1024
 HEAD_ROWS = 16
+
+
+class DecidedPath(PosixPath):
+    """A real path `resolve_target` decided: opened for reading (`storage.fileopen.open_regular`) only
+    by `open_decided`, so no symlink is followed however long after the decision. A path made from it
+    (its folder, a file beside it) is a plain `Path`: it was never decided."""
+
+    if sys.version_info >= (3, 12):
+
+        def with_segments(self, *segments: str | os.PathLike[str]) -> Path:
+            return Path(*segments)
+
+    else:
+
+        @classmethod
+        def _from_parsed_parts(cls, drv: str, root: str, parts: list[str]) -> Path:
+            made: Path = PosixPath._from_parsed_parts(drv, root, parts)  # type: ignore[attr-defined]
+            return made
+
+
+def as_path(path: Path | str) -> Path:
+    """`path` as a `Path`, a `DecidedPath` still one (`Path(decided)` is a plain path, read by a plain open)."""
+    return path if isinstance(path, Path) else Path(path)
 
 
 def _check_text(value: str, name: str) -> str:
@@ -116,7 +142,7 @@ def _existing(root: Path, given: Path, access: Access) -> Path:
         raise NotATranscript(f"{given}: no conversation found (an empty file)")
     if not ok:
         raise NotATranscript(f"{given} is not a Claude Code transcript (its first rows carry no type/sessionId)")
-    return real
+    return DecidedPath(real)
 
 
 def _new(root: Path, given: Path) -> Path:
@@ -137,7 +163,7 @@ def _new(root: Path, given: Path) -> Path:
     real = real_folder.joinpath(*reversed(missing), absolute.name)
     if not is_inside(root, real.parent):
         raise OutsideProjects(f"{given} is outside the projects folder {root} (it resolves to {real})")
-    return real
+    return DecidedPath(real)
 
 
 def resolve_target(

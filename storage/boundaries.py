@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from storage.fileopen import open_regular
 from storage.jsonline import loads_line
 
 MARKER = b'"compact_boundary"'
@@ -46,7 +47,7 @@ def scan_boundaries(path: Path, start: int = 0) -> tuple[list[str], int]:
     the last whole line (an unfinished last line is left for the next scan). Raises OSError."""
     found: list[str] = []
     offset, carry = start, b""
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         fh.seek(start)
         while block := fh.read(CHUNK):
             buf = carry + block

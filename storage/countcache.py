@@ -17,6 +17,7 @@ import zlib
 from pathlib import Path
 
 from storage.cache import cache_dir, load_json_dict, save_json
+from storage.fileopen import open_regular
 
 MARKERS = (b'"type":"user"', b'"type":"assistant"')
 SPACED_MARKER = re.compile(rb'"type"(?:[ \t\r]+:[ \t\r]*|:[ \t\r]+)"(?:user|assistant)"')
@@ -46,7 +47,7 @@ def fingerprint(path: Path, upto: int, data: bytes | None = None) -> int:
     if data is not None:
         head, seam = data[: min(PRINT, upto)], data[max(0, upto - PRINT) : upto]
     else:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             head = fh.read(min(PRINT, upto))
             fh.seek(max(0, upto - PRINT))
             seam = fh.read(upto - max(0, upto - PRINT))
@@ -60,7 +61,7 @@ def count_range(path: Path, start: int, data: bytes | None = None) -> tuple[int,
         end = data.rfind(b"\n") + 1
         return (_markers(data[start:end]), end) if end > start else (0, start)
     total, offset, carry = 0, start, b""
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         fh.seek(start)
         while block := fh.read(CHUNK):
             buf = carry + block
@@ -126,7 +127,7 @@ class CountCache:
             self.dirty = True
         tail = 0
         if upto < st.st_size:  # an unfinished last line: count it now, not in the cache
-            with open(path, "rb") as fh:
+            with open_regular(path) as fh:
                 fh.seek(upto)
                 rest = fh.read()
             tail = _markers(rest)

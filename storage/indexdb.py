@@ -108,7 +108,9 @@ FILLS = _Fills()
 def head_digest(path: Path, length: int) -> bytes:
     import hashlib  # only a changed file's head is digested: a listing of unchanged files never needs it
 
-    with open(path, "rb") as fh:
+    from storage.fileopen import open_regular
+
+    with open_regular(path) as fh:
         return hashlib.blake2b(fh.read(length), digest_size=16).digest()
 
 

@@ -6,9 +6,6 @@ stopped at, the line number there and any unfinished tail it carried over.
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
 from collections.abc import MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +13,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from storage.fileopen import open_regular
 from storage.jsonline import BOM, loads_line
 from storage.linkdecode import row_from_line
 from storage.rows import CHAIN_TYPES, Row, row_from_entry
@@ -26,42 +24,6 @@ UTF8_PIECE = 1024 * 1024
 NO_UUID = ""
 """The key of conversation rows written without a uuid: the CLI keys its message map by `uuid`, so
 all of them share one key (`undefined`) and the last one wins, in the first one's place."""
-
-
-class NotARegularFile(OSError):
-    """A FIFO, socket, device or folder where a transcript was expected; it is never read."""
-
-
-def file_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
-
-
-def why_not_regular(path: Path | str) -> str | None:
-    """None for a regular file (symlinks followed); else why it is skipped (a FIFO, a symlink
-    loop, ...). Never opens the file, so a FIFO cannot block."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        return "a symlink loop" if exc.errno == errno.ELOOP else (exc.strerror or str(exc)).lower()
-    return None if stat.S_ISREG(mode) else file_kind(mode)
-
-
-def open_regular(path: Path | str) -> BinaryIO:
-    """Open a transcript for reading; `NotARegularFile` for anything else. Opening never blocks
-    (a FIFO is opened non-blocking, then refused)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotARegularFile(f"{path}: {file_kind(mode)}, not a transcript file")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 @dataclass(slots=True)

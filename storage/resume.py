@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from storage.access import as_path
 from storage.apiform import api_messages
 from storage.chain import Chain, build_chain
 from storage.errors import NotATranscript
@@ -48,7 +49,7 @@ def resume(
     `effort_statement` adds the empty system message that carries the request's effort, so the
     messages are exactly the request's (what `chain --json` prints). `load` gives the file's link rows
     (a caller with an index passes its own)."""
-    p = Path(path)
+    p = as_path(path)
     t = load(p)
     if not any(r.is_chain_row for r in t.rows):
         raise NotATranscript(f"{p}: no conversation rows (not a Claude Code transcript?)")
@@ -59,7 +60,7 @@ def resume(
 def last_model(path: Path | str) -> str | None:
     """The model a plain `claude --resume` of `path` restores (that of the chain's last real
     reply, when CLI 2.1.328 still offers it); None when the session goes on with the default model."""
-    t = Transcript.load(Path(path))
+    t = Transcript.load(as_path(path))
     chain = build_chain(t)
     recorded = recorded_model(read_entries(t.path, chain.rows))
     return recorded.replace("[1m]", "") if recorded is not None and is_restored(recorded) else None

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from storage.cache import cache_dir, private_dir, private_file
+from storage.fileopen import open_regular
 from storage.indexdb import APPENDED, SAME, Identity, compare
 from storage.jsonline import loads_line, scrub_surrogates
 from storage.paths import (
@@ -42,7 +43,6 @@ from storage.paths import (
     real_root,
     subagent_files,
 )
-from storage.reader import open_regular
 from storage.snippet import cut_snippet, word_pattern
 
 DB_NAME = "search.sqlite3"

@@ -20,6 +20,7 @@ import orjson
 
 from storage.boundaries import scan_boundaries
 from storage.countcache import CountCache
+from storage.fileopen import open_regular, read_sidecar
 from storage.jsonline import BOM, loads_line
 from storage.paths import (
     SubagentFile,
@@ -145,7 +146,7 @@ def _cut(text: str) -> str:
 
 
 def _read_windows(path: Path, size: int) -> tuple[bytes, bytes | None]:
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         if size <= 2 * WINDOW:
             return fh.read(), None
         head = fh.read(WINDOW)
@@ -293,11 +294,12 @@ def _take_metadata(info: SessionInfo, entry: dict[str, Any], summaries: dict[str
 
 def subagent_json(sub: SubagentFile) -> dict[str, Any]:
     meta: dict[str, Any] = {}
-    if sub.meta_path is not None:
+    data = read_sidecar(sub.meta_path) if sub.meta_path is not None else None
+    if data is not None:
         try:
-            loaded = orjson.loads(sub.meta_path.read_bytes())
+            loaded = orjson.loads(data)
             meta = loaded if isinstance(loaded, dict) else {}
-        except (OSError, orjson.JSONDecodeError):
+        except orjson.JSONDecodeError:
             meta = {}
     return {
         "agentId": sub.agent_id,
@@ -340,7 +342,7 @@ def attach_legacy_agents(project_dir: Path, sessions: list[SessionInfo]) -> None
     by_id = {s.session_id: s for s in sessions}
     for path in legacy_agent_files(project_dir):
         try:
-            with open(path, "rb") as fh:
+            with open_regular(path) as fh:
                 head = fh.read(WINDOW)
         except OSError:
             continue

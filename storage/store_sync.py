@@ -32,6 +32,7 @@ from typing import Any
 from storage.access import resolve_target
 from storage.admission import admit
 from storage.errors import InvalidArgument, NotATranscript, StoreDiverged
+from storage.fileopen import open_regular
 from storage.livesession import config_dir_of
 from storage.paths import UUID_RE
 from storage.store_materialize import (
@@ -50,7 +51,7 @@ def file_rows(path: Path) -> list[Any]:
     """The JSON value of every non-blank line of `path`; a line that does not parse is an error
     (a local copy we push is one we or the CLI wrote whole)."""
     rows = []
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         for number, line in enumerate(fh, 1):
             if not line.strip():
                 continue

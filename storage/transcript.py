@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from storage.access import as_path
 from storage.reader import LineProblem, ReadResult, read_transcript
 from storage.rows import Row
 
@@ -23,7 +24,7 @@ class Transcript:
 
     @classmethod
     def load(cls, path: Path | str) -> Transcript:
-        p = Path(path)
+        p = as_path(path)
         return cls.from_read(p, read_transcript(p))
 
     @classmethod

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from storage.fileopen import open_regular
 from storage.paths import iter_project_dirs, iter_session_files, legacy_agent_files, subagent_files
 from storage.prices import one_hour_writes, response_cost
 
@@ -154,7 +155,7 @@ def assistant_lines(path: Path, start: int = 0) -> tuple[list[tuple[int, bytes]]
     found: list[tuple[int, bytes]] = []
     pending = b""
     base = start  # file offset of buf[0]
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         fh.seek(start)
         while chunk := fh.read(CHUNK):
             buf = pending + chunk if pending else chunk
@@ -312,7 +313,7 @@ def folder_responses(
 def _first_timestamp(path: Path) -> str:
     """The first `timestamp` of a file's head (a fork copy's file starts when the fork was made)."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             m = FIRST_TS_RE.search(fh.read(64 * 1024))
     except OSError:
         return ""
@@ -324,7 +325,7 @@ def _legacy_owners(files: list[Path]) -> dict[str, list[Path]]:
     owners: dict[str, list[Path]] = {}
     for path in files:
         try:
-            with open(path, "rb") as fh:
+            with open_regular(path) as fh:
                 head = fh.read(64 * 1024)
         except OSError:
             continue

@@ -21,7 +21,7 @@ from server.index import Diagnostic, ProjectIndex
 from server.index.rawsearch import find_row
 from server.index.store import norm, session_key, tracked_kind
 from storage.errors import SessionLspError
-from storage.reader import why_not_regular
+from storage.fileopen import why_not_regular
 
 PROGRESS_MIN_FILES = 20
 

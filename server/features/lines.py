@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from storage.fileopen import open_regular
 from storage.rows import Row
 
 UUIDISH = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -39,7 +40,7 @@ class Reference:
 
 
 def read_line(path: Path, row: Row) -> str:
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         fh.seek(row.offset)
         return fh.read(row.length).decode("utf-8", "replace")
 

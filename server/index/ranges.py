@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from server.index.diagnostics import Diagnostic
+from storage.fileopen import open_regular
 
 MAX_LINE = 1 << 20
 
@@ -20,7 +21,7 @@ def locate(path: Path, diags: list[Diagnostic], line_offsets: Sequence[int]) -> 
     if not todo:
         return
     try:
-        fh = open(path, "rb")
+        fh = open_regular(path)
     except OSError:
         return
     with fh:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from storage.reader import open_regular
+from storage.fileopen import open_regular
 
 
 def find_row(paths: Iterable[Path], uuid: str) -> list[tuple[Path, int]]:

@@ -30,11 +30,11 @@ from server.index.saved import (
     save_files,
     stamps,
 )
+from storage.fileopen import NotARegularFile, why_not_regular
 from storage.folderstamp import settled
 from storage.indexdb import APPENDED as INDEX_APPENDED
 from storage.indexdb import DAMAGE, SAME, Identity, IndexDB, compare
 from storage.paths import AGENT_FILE_RE, is_session_file, linked_below, stays_inside
-from storage.reader import NotARegularFile, why_not_regular
 from storage.rows import Row
 from storage.sessions import SessionInfo, read_session_info
 
@@ -732,14 +732,17 @@ class AgentFiles:
 
 
 def find_agent_file(project: Path, agent_id: str) -> Path | None:
-    """`<session>/subagents/[..]/agent-<id>.jsonl` of any session in `project`, else None."""
+    """`<session>/subagents/[..]/agent-<id>.jsonl` of any session in `project`, else None; a session folder or
+    `subagents` folder linked out of the projects folder is not searched (as discovery never enters one)."""
     name = f"agent-{agent_id}.jsonl"
     try:
-        sessions = sorted(e.path for e in os.scandir(project) if _is_dir(e))
+        sessions = sorted((e.path, e.is_symlink()) for e in os.scandir(project) if _is_dir(e))
     except OSError:
         return None
-    for folder in sessions:
+    for folder, linked in sessions:
         root = Path(folder) / "subagents"
+        if (linked or root.is_symlink()) and not stays_inside(project.parent, root):
+            continue
         if root.is_dir():
             for hit in sorted(root.rglob(name)):
                 if why_not_regular(hit) is None:

@@ -31,7 +31,7 @@ from watchdog.events import (
     PatternMatchingEventHandler,
 )
 from watchdog.observers import Observer
-from watchdog.observers.polling import PollingObserver
+from watchdog.observers.polling import PollingObserverVFS
 
 from server.index.store import ChangeSet, ProjectIndex, norm
 
@@ -106,7 +106,7 @@ class IndexWatcher:
     """Observe the projects folder recursively and apply debounced updates to the index.
 
     `on_change` is called from the watcher's thread with what changed. `polling=True` uses a
-    polling observer (network file systems, where native events do not arrive).
+    polling observer (network file systems, where native events do not arrive), which never walks through a link.
     """
 
     def __init__(
@@ -122,7 +122,10 @@ class IndexWatcher:
         self.on_change = on_change
         self.debounce = debounce
         self.recheck = recheck
-        self._observer = PollingObserver(timeout=poll_interval) if polling else Observer()
+        # polling takes a link as what it is (`lstat`): its default `stat` walked through a link to `/` or `/proc`
+        self._observer = (
+            PollingObserverVFS(os.lstat, os.scandir, polling_interval=poll_interval) if polling else Observer()
+        )
         self._watch: Any = None
         self._armed: Path | None = None
         """The folder watched: the projects folder, or its nearest existing parent while it is missing."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,7 @@ from server.lsp.firstanswer import first_answer
 from server.lsp.readahead import Frame, FrameReader, Replay
 from storage.cache import cache_dir, load_json_dict, save_json
 from storage.errors import InvalidArgument
+from storage.paths import default_projects_dir
 
 if TYPE_CHECKING:
     from server.lsp.options import InitializationOptions
@@ -66,8 +68,11 @@ class Served(NamedTuple):
 
 
 def options_digest(launch: list[Any], raw_options: Any) -> str:
-    """The options of a launch: the command line's (`launch`) and the client's `initializationOptions`."""
-    text = json.dumps([launch, raw_options], sort_keys=True, separators=(",", ":"))
+    """The options of a launch: the command line's (`launch`) and the client's `initializationOptions`, with the
+    environment the folder they serve depends on (the default projects folder, from `$CLAUDE_CONFIG_DIR` else
+    `~/.claude`, and the home a `~` stands for): the same options in another environment serve another folder."""
+    environment = [str(default_projects_dir()), os.path.expanduser("~")]
+    text = json.dumps([launch, raw_options, environment], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

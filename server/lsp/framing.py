@@ -126,6 +126,9 @@ async def serve_frames(
             data = json.loads(body)
         except ValueError as exc:
             raise FrameError(f"a body that is not JSON ({exc}); was its Content-Length ({n}) right?") from exc
+        except RecursionError:  # a whole frame, only nested deeper than the parser goes: the next one is intact
+            log.error("ignoring a message nested too deeply to read: %.80r", body)
+            continue
         if not isinstance(data, dict):
             log.error("ignoring a message that is not a JSON object: %.80r", body)
             continue

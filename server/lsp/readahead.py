@@ -84,7 +84,7 @@ class FrameReader:
         raw, self.buffer = self.buffer[:total], self.buffer[total:]
         try:
             message = json.loads(raw[pos:])
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
             message = None
         return Frame(raw, message if isinstance(message, dict) else None)
 

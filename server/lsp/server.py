@@ -56,6 +56,7 @@ from server.params import str_param
 from server.version import version
 from storage.access import resolve_target
 from storage.errors import InvalidArgument, SessionLspError
+from storage.fileopen import open_regular
 from storage.folderstamp import FolderStamp, stamp_folder
 from storage.indexdb import FILLS
 from storage.paths import default_projects_dir, stays_inside
@@ -962,7 +963,8 @@ def store_document(ls: SessionServer, params: Any) -> dict[str, Any]:
         if path is None or feed is None:
             raise InvalidArgument(f"not a document of this server's session stores: {uri}")
         real = resolve_target(feed.root, path=path, access="read")
-        text = real.read_bytes().decode("utf-8", "replace")
+        with open_regular(real) as fh:
+            text = fh.read().decode("utf-8", "replace")
     except SessionLspError as exc:
         raise to_jsonrpc(exc) from exc
     return {"uri": uri, "text": text, "store": feed.source.name, "readOnly": True}

@@ -4,6 +4,7 @@ relay its stream as turn events and report the rows it appended."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -20,8 +21,10 @@ from server.agent.events import TurnEvent, TurnResult
 from server.agent.providers.base import ProviderError, StepRunner
 from server.agent.request import TurnRequest
 from server.agent.tools import READ_ONLY, WRITERS
+from server.agent.tools.processes import Supervised, kill_tree
 from storage.admission import admit
 from storage.errors import InvalidArgument
+from storage.fileopen import open_regular
 from storage.lookup import find_continue
 from storage.paths import default_projects_dir, project_folder_name, resolve_cwd
 from storage.transcript import Transcript
@@ -56,7 +59,6 @@ class ClaudeCliProvider:
         cmd = [
             self.binary,
             "-p",
-            request.prompt,
             "--output-format",
             "stream-json",
             "--verbose",
@@ -76,6 +78,8 @@ class ClaudeCliProvider:
             cmd += ["--resume", session_id]
             if request.mode == "fork":
                 cmd.append("--fork-session")
+        # the prompt last, after `--`: a prompt starting with `-` is the prompt, never an option of the CLI
+        cmd += ["--", request.prompt]
         return cmd, session_id
 
     def run_turn(
@@ -112,18 +116,8 @@ class ClaudeCliProvider:
         on_event: Callable[[TurnEvent], None],
         cancel: CancelToken,
     ) -> TurnResult:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            start_new_session=True,
-        )
+        run = Supervised(cmd, cwd=cwd, env=env, text=True, encoding="utf-8", errors="replace")
+        proc = run.proc  # the supervisor: the CLI and all it starts end with this process, however it ends
         unregister = cancel.on_cancel(lambda: _interrupt(proc))
         stderr: list[str] = []
         reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read() if proc.stderr else ""), daemon=True)
@@ -142,7 +136,7 @@ class ClaudeCliProvider:
                     final = event
                 _relay(event, on_event)
         finally:
-            proc.wait()
+            returncode = run.wait()  # the CLI's own status; what it left in the background may run on
             unregister()
             reader.join(timeout=5)
         result.session_id = final.get("session_id") or result.session_id
@@ -151,8 +145,8 @@ class ClaudeCliProvider:
         if cancel.cancelled:
             result.cancelled = True
             result.stop_reason = "cancelled"
-        elif proc.returncode != 0 or final.get("is_error"):
-            message = final.get("result") or "".join(stderr).strip() or f"exit status {proc.returncode}"
+        elif returncode != 0 or final.get("is_error"):
+            message = final.get("result") or "".join(stderr).strip() or f"exit status {returncode}"
             raise ProviderError(f"claude failed: {message}")
         else:
             result.stop_reason = final.get("stop_reason") or "end_turn"
@@ -181,7 +175,7 @@ class ClaudeCliProvider:
 
 def _recorded_cwd(path: Path) -> str | None:
     """The `cwd` the session's rows carry (the CLI resumes by id only from that folder)."""
-    with path.open(encoding="utf-8", errors="replace") as f:
+    with io.TextIOWrapper(open_regular(path), encoding="utf-8", errors="replace") as f:
         for line in f:
             row = _parse(line)
             if row and isinstance(cwd := row.get("cwd"), str):
@@ -239,16 +233,14 @@ def _relay(event: dict[str, Any], on_event: Callable[[TurnEvent], None]) -> None
 
 
 def _interrupt(proc: subprocess.Popen[str]) -> None:
-    """SIGINT the CLI's process group (it records the interruption), then kill if it lingers."""
+    """SIGINT the CLI's process group (it records the interruption; its supervisor ignores it), then kill the
+    whole tree if it lingers."""
 
     def escalate() -> None:
         try:
             proc.wait(timeout=INTERRUPT_GRACE)
         except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                proc.kill()
+            kill_tree(proc)
 
     try:
         os.killpg(proc.pid, signal.SIGINT)

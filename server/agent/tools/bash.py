@@ -1,8 +1,9 @@
 """Bash: a shell command run in the working directory (off unless the user turns it on).
 
 The command's working directory is the session's; a shell can still reach outside it, which is
-why the tool is opt-in. It runs in a session of its own, as a child subreaper; on timeout or cancel
-the whole tree is killed (orphans that left the session too), and a background process that keeps
+why the tool is opt-in. It runs in a session of its own under a supervisor that holds its whole tree
+(`processes.Supervised`); on timeout or cancel the whole tree is killed (orphans that left the session
+too), when session-lsp dies by any signal the supervisor kills it, and a background process that keeps
 the output open cannot keep the call waiting."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import threading
 from typing import IO, Any
 
 from server.agent.tools.base import ToolCancelled, ToolContext, ToolError, ToolOutput, int_arg, schema, string_arg
-from server.agent.tools.processes import as_subreaper, kill_tree
+from server.agent.tools.processes import Supervised
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -46,28 +47,20 @@ class BashTool:
         command = string_arg(tool_input, "command") or ""
         limit_ms = timeout_ms(tool_input)
         ctx.checkpoint()
-        proc = subprocess.Popen(
-            as_subreaper(["bash", "-c", command]),
-            cwd=str(ctx.cwd),
-            env=ctx.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        out, err = _Capture(proc.stdout), _Capture(proc.stderr)
-        unregister = ctx.cancel.on_cancel(lambda: kill_tree(proc)) if ctx.cancel is not None else (lambda: None)
+        run = Supervised(["bash", "-c", command], cwd=str(ctx.cwd), env=ctx.env)
+        out, err = _Capture(run.proc.stdout), _Capture(run.proc.stderr)
+        unregister = ctx.cancel.on_cancel(run.kill) if ctx.cancel is not None else (lambda: None)
         timed_out = False
         try:
-            proc.wait(timeout=limit_ms / 1000)
+            returncode = run.wait(timeout=limit_ms / 1000)
         except subprocess.TimeoutExpired:
             timed_out = True
-            kill_tree(proc)
-            proc.wait()
+            run.kill()
+            returncode = run.wait()
         finally:
             unregister()
         if ctx.cancel is not None and ctx.cancel.cancelled:
-            kill_tree(proc)
+            run.kill()
             raise ToolCancelled("cancelled")
         closed = out.join(DRAIN_S) and err.join(DRAIN_S)
         stdout, stderr = out.text(), err.text()
@@ -79,8 +72,8 @@ class BashTool:
         extra = {"stdout": stdout, "stderr": stderr, "interrupted": timed_out}
         if timed_out:
             return ToolOutput(f"Command timed out after {limit_ms} ms\n{text}".strip(), is_error=True, extra=extra)
-        if proc.returncode != 0:
-            return ToolOutput(f"{text}\nExit code {proc.returncode}".strip(), is_error=True, extra=extra)
+        if returncode != 0:
+            return ToolOutput(f"{text}\nExit code {returncode}".strip(), is_error=True, extra=extra)
         return ToolOutput(text or "(no output)", extra=extra)
 
 

@@ -1,57 +1,109 @@
-"""Stopping a command for good: its process, its process group, and every descendant, including
-those that left the group (`setsid`) and whose parent is gone: the command runs as a child
-subreaper (Linux `PR_SET_CHILD_SUBREAPER`, kept across `exec`), so an orphan of its tree becomes its
-child instead of init's, and is still found below it when the command is stopped."""
+"""Starting a command so that it can be stopped for good, and stopping it: its process, its process group,
+and every descendant, including those that left the group (`setsid`) and whose parent is gone.
+
+A command runs under `supervise.py`, a child subreaper that holds its whole tree (an orphan of the tree
+becomes the supervisor's child instead of init's) and kills all of it when this process dies by any
+signal: each supervisor reads the lifeline, a pipe whose write end only this process holds, and the
+kernel closes it however this process ends.
+"""
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-_SUBREAPER = (
-    "import ctypes, os, sys\n"
-    "try:\n"
-    "    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER\n"
-    "except (OSError, AttributeError):\n"
-    "    pass  # no prctl (not Linux): orphans go to init, as without this\n"
-    "os.execvp(sys.argv[1], sys.argv[1:])\n"
-)
+from server.agent.tools.supervise import descendants
 
+SUPERVISOR = Path(__file__).with_name("supervise.py")
 
-def as_subreaper(argv: list[str]) -> list[str]:
-    """`argv` run as a child subreaper: a small interpreter marks itself, then `exec`s `argv` (same
-    pid), so the orphans of everything `argv` starts are re-parented to it while it runs."""
-    return [sys.executable, "-I", "-S", "-c", _SUBREAPER, *argv]
+_lifeline: tuple[int, int] | None = None
+"""(read end, write end) of this process's lifeline; the write end stays open, unused, until the process ends."""
+_lifeline_lock = threading.Lock()
 
 
-def descendants(pid: int) -> list[int]:
-    """Pids whose parent chain leads to `pid`, from /proc (empty where there is no /proc)."""
-    children: dict[int, list[int]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return []
-    for name in names:
-        if not name.isdigit():
-            continue
+def lifeline() -> int:
+    """The read end of this process's lifeline (made once per process)."""
+    global _lifeline
+    with _lifeline_lock:
+        if _lifeline is None:
+            _lifeline = os.pipe()
+        return _lifeline[0]
+
+
+def _forget_lifeline() -> None:
+    """In a forked child (a first-index worker): the parent's lifeline is not the child's to hold open."""
+    global _lifeline, _lifeline_lock
+    _lifeline_lock = threading.Lock()  # another thread of the parent may have held it
+    if _lifeline is not None:
+        for fd in _lifeline:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        _lifeline = None
+
+
+os.register_at_fork(after_in_child=_forget_lifeline)
+
+
+class Supervised:
+    """`argv` started under the supervisor, in a session of its own, its output on pipes (`popen`: more of
+    `subprocess.Popen`'s arguments, such as `text`)."""
+
+    def __init__(self, argv: list[str], *, cwd: str, env: Mapping[str, str] | None, **popen: Any) -> None:
+        line = lifeline()
+        self._status, status_w = os.pipe()
         try:
-            fields = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        children.setdefault(int(fields[1]), []).append(int(name))
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(SUPERVISOR), str(line), str(status_w), *argv],
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=(line, status_w),
+                **popen,
+            )
+        except BaseException:
+            os.close(self._status)
+            raise
+        finally:
+            os.close(status_w)
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The command's exit status (negative: the signal that ended it), once the command itself ended;
+        what it left running in the background may still run. `subprocess.TimeoutExpired` after `timeout`."""
+        if self.returncode is not None:
+            return self.returncode
+        ready, _, _ = select.select([self._status], [], [], timeout)
+        if not ready:
+            raise subprocess.TimeoutExpired(self.proc.args, timeout or 0)
+        data = b""
+        while chunk := os.read(self._status, 64):
+            data += chunk
+        os.close(self._status)
+        if data:
+            self.returncode = int(data)
+        else:  # the supervisor itself was killed before the command ended
+            self.returncode = self.proc.wait()
+        threading.Thread(target=self.proc.wait, name="bash-supervisor", daemon=True).start()
+        return self.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the whole tree, the supervisor included."""
+        kill_tree(self.proc)
 
 
-def kill_tree(proc: subprocess.Popen[bytes]) -> None:
+def kill_tree(proc: subprocess.Popen[Any]) -> None:
     """SIGKILL the whole tree of `proc`, which was started as the leader of its own session."""
     tree = descendants(proc.pid)
     try:

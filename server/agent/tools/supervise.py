@@ -1,0 +1,171 @@
+"""The program a Bash command runs under: it holds the command's whole process tree, and ends all of it
+when session-lsp dies, by any signal (SIGKILL included) or exit.
+
+Run isolated (`python -I -S supervise.py LIFELINE STATUS ARGV...`, by `processes.Supervised`), as the
+leader of a session of its own. It marks itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`), so
+every orphan of the tree, even one that left the session (`setsid`), becomes its child; starts ARGV;
+writes ARGV's exit status to the STATUS descriptor the moment ARGV ends; then stays while anything of
+the tree is left (a background job outlives its shell, but not session-lsp). LIFELINE is the read end
+of a pipe whose write end only session-lsp holds: when it reads end of file, session-lsp is gone, and
+every process below is ended: the command's process group gets SIGINT first (the real CLI records the
+interruption), and after `GRACE_S` (or at once, if the command already ended) everything left gets SIGKILL.
+SIGTERM and SIGHUP do the same; SIGINT is the command's to take, not ours (an interrupt sent to the group
+reaches the command). Standard library only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import signal
+import sys
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
+STOPPING = (signal.SIGTERM, signal.SIGHUP)
+GRACE_S = 3.0
+"""How long the command has to end after SIGINT, when session-lsp is gone, before everything is killed."""
+KILL_ROUNDS = 100
+"""Rounds of killing what is below, for a tree that forks while it is being killed."""
+
+
+def descendants(pid: int) -> list[int]:
+    """Pids whose parent chain leads to `pid`, from /proc (empty where there is no /proc)."""
+    children: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _reap() -> list[tuple[int, int]]:
+    """Every child that ended, as (pid, wait status), without waiting."""
+    ended: list[tuple[int, int]] = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return ended
+        if pid == 0:
+            return ended
+        ended.append((pid, status))
+
+
+def _has_children() -> bool:
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def kill_all_below() -> None:
+    """SIGKILL every process below this one, round after round until none is left, reaping them."""
+    me = os.getpid()
+    for _ in range(KILL_ROUNDS):
+        below = [pid for pid in descendants(me) if pid != me]
+        if not below:
+            break
+        for pid in below:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        _reap()
+    _reap()
+
+
+def _start(argv: list[str], closing: list[int]) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGINT, *STOPPING):
+            signal.signal(sig, signal.SIG_DFL)
+        for fd in closing:
+            os.close(fd)
+        os.execvp(argv[0], argv)
+    except OSError as exc:
+        os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
+    os._exit(127)
+
+
+def main(args: list[str]) -> int:
+    lifeline, status_fd, argv = int(args[0]), int(args[1]), args[2:]
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # no prctl (not Linux): orphans go to init, and only the command's own tree is held
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    for sig in (signal.SIGCHLD, *STOPPING):
+        signal.signal(sig, lambda *_: None)  # the wakeup descriptor says which came
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    command = _start(argv, [lifeline, status_fd, wake_r, wake_w])
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)  # the command's output is its tree's to hold, not ours
+    os.close(null)
+    running = True
+    while True:
+        for pid, status in _reap():
+            if pid == command and running:
+                running = False
+                try:
+                    os.write(status_fd, str(os.waitstatus_to_exitcode(status)).encode())
+                except OSError:
+                    pass  # nobody reads it any more: session-lsp is gone, and the lifeline says so next
+                os.close(status_fd)
+        if not running and not _has_children():
+            return 0
+        try:
+            ready, _, _ = select.select([lifeline, wake_r], [], [])
+        except InterruptedError:
+            continue
+        if (lifeline in ready and not os.read(lifeline, 1)) or (
+            wake_r in ready and any(sig in STOPPING for sig in os.read(wake_r, 256))
+        ):
+            if running:
+                _interrupt(command)
+            kill_all_below()
+            return 0 if not running else 137
+
+
+def _interrupt(command: int) -> None:
+    """SIGINT the command's process group, and give the command `GRACE_S` to end."""
+    try:
+        os.killpg(os.getpgid(0), signal.SIGINT)  # ours too, ignored
+    except OSError:
+        return
+    deadline = time.monotonic() + GRACE_S
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(command, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == command:
+            return
+        time.sleep(0.02)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,80 @@
+"""Opening the files kept in the projects folder for reading: the one place that does.
+
+A transcript is opened by `open_regular`: never blocking (a FIFO is opened non-blocking, then refused), and a
+path `storage.access` decided (a `DecidedPath`) through `open_decided`, folder by folder from `/` with no symlink
+followed, so a file or folder swapped for a link after the decision leads nowhere. A small file kept beside a
+transcript (a subagent's `.meta.json`) is read by `read_sidecar`: only as a regular file in its own right.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+from storage.access import DecidedPath, open_decided
+
+
+class NotARegularFile(OSError):
+    """A FIFO, socket, device or folder where a transcript was expected; it is never read."""
+
+
+def file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+
+
+def why_not_regular(path: Path | str) -> str | None:
+    """None for a regular file (symlinks followed); else why it is skipped (a FIFO, a symlink
+    loop, ...). Never opens the file, so a FIFO cannot block."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return "a symlink loop" if exc.errno == errno.ELOOP else (exc.strerror or str(exc)).lower()
+    return None if stat.S_ISREG(mode) else file_kind(mode)
+
+
+def open_regular(path: Path | str) -> BinaryIO:
+    """Open a transcript for reading; `NotARegularFile` for anything else. Opening never blocks
+    (a FIFO is opened non-blocking, then refused). Every transcript is opened for reading here: a path
+    `storage.access` decided (a `DecidedPath`) is opened by `open_decided`, following no symlink."""
+    if isinstance(path, DecidedPath):
+        return os.fdopen(open_decided(path, os.O_RDONLY), "rb")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(f"{path}: {file_kind(mode)}, not a transcript file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+SIDECAR_BYTES = 64 * 1024
+"""A sidecar file (a subagent's `.meta.json`) larger than this is not read."""
+
+
+def read_sidecar(path: Path | str, limit: int = SIDECAR_BYTES) -> bytes | None:
+    """The bytes of a small file kept beside a transcript, or None when it is not a regular file of at most
+    `limit` bytes in its own right: a symlink (which may lead out of the projects folder) is not followed, and
+    a FIFO or device is never read (opening never blocks)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        data = os.read(fd, limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= limit else None
