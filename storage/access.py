@@ -214,7 +214,9 @@ def new_session_path(projects_dir: Path | str, cwd: str, session_id: str) -> Pat
     return resolve_target(projects_dir, path=real_root(projects_dir) / folder / f"{session_id}.jsonl", access="create")
 
 
-_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_WALK = getattr(os, "O_PATH", os.O_RDONLY)
+"""Folders on the way are opened only to walk through (Linux `O_PATH`): no read permission needed, as for a path."""
+_FOLDER = _WALK | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _WRITING = os.O_WRONLY | os.O_RDWR
 
@@ -261,7 +263,7 @@ def open_decided_folder(path: os.PathLike[str] | str, *, made: list[str] | None 
     if not path.is_absolute():
         raise InvalidArgument(f"not an absolute path: {path}")
     names = path.parts[1:]
-    folder = os.open(path.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    folder = os.open(path.anchor, _WALK | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for depth, name in enumerate(names, start=1):
             try:

@@ -41,7 +41,8 @@ def two_homes(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     return a, b, env
 
 
-def listed(env: dict[str, str], options: dict[str, Any]) -> list[str]:
+def listed(env: dict[str, str], options: dict[str, Any], *, keeps: int = 0) -> list[str]:
+    """The session ids a launch lists; with `keeps`, the launch ends once that many answers are kept."""
     server = RawServer(env=env)
     reply = server.call(
         "initialize",
@@ -51,6 +52,8 @@ def listed(env: dict[str, str], options: dict[str, Any]) -> list[str]:
     server.notify("initialized", {})
     answer = server.call("sessions/list", {}, timeout=LIVENESS)
     assert "result" in answer, answer
+    if keeps:
+        wait_kept(Path(env["XDG_CACHE_HOME"]) / "session-lsp" / "answers-v1", keeps)
     finish(server)
     return sorted(s["sessionId"] for s in answer["result"]["sessions"])
 
@@ -58,9 +61,8 @@ def listed(env: dict[str, str], options: dict[str, Any]) -> list[str]:
 def test_a_kept_listing_is_not_replayed_for_another_config_home(two_homes: tuple[Path, Path, dict[str, str]]) -> None:
     a, b, env = two_homes
     answers = Path(env["XDG_CACHE_HOME"]) / "session-lsp" / "answers-v1"
-    first = listed({**env, "CLAUDE_CONFIG_DIR": str(a)}, {})
+    first = listed({**env, "CLAUDE_CONFIG_DIR": str(a)}, {}, keeps=1)
     assert first == sessions_of(a / "projects") and len(first) == 4
-    wait_kept(answers, 1)
     # the same launch again is answered from what was kept (the replay this guards is working)
     assert listed({**env, "CLAUDE_CONFIG_DIR": str(a)}, {}) == first
     other = listed({**env, "CLAUDE_CONFIG_DIR": str(b)}, {})
@@ -72,8 +74,7 @@ def test_a_kept_listing_is_not_replayed_for_a_folder_under_another_home(
     two_homes: tuple[Path, Path, dict[str, str]],
 ) -> None:
     a, b, env = two_homes
-    answers = Path(env["XDG_CACHE_HOME"]) / "session-lsp" / "answers-v1"
-    first = listed({**env, "HOME": str(a)}, {"projectsDir": "~/projects"})
+    first = listed({**env, "HOME": str(a)}, {"projectsDir": "~/projects"}, keeps=1)
     assert len(first) == 4
-    wait_kept(answers, 1)
+    assert listed({**env, "HOME": str(a)}, {"projectsDir": "~/projects"}) == first
     assert listed({**env, "HOME": str(b)}, {"projectsDir": "~/projects"}) == [ONE]

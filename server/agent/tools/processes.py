@@ -84,8 +84,9 @@ class Supervised:
         what it left running in the background may still run. `subprocess.TimeoutExpired` after `timeout`."""
         if self.returncode is not None:
             return self.returncode
-        ready, _, _ = select.select([self._status], [], [], timeout)
-        if not ready:
+        waiting = select.poll()  # not select(): a busy server's descriptors may number past FD_SETSIZE
+        waiting.register(self._status, select.POLLIN)
+        if not waiting.poll(None if timeout is None else max(0, int(timeout * 1000))):
             raise subprocess.TimeoutExpired(self.proc.args, timeout or 0)
         data = b""
         while chunk := os.read(self._status, 64):
