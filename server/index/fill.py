@@ -258,7 +258,8 @@ def fill(
         except BaseException:
             db.rollback()
             raise
-        result.saved = db.commit()
+        # the first index goes on as soon as its batch is in the log; the listing's commit copies it
+        result.saved = db.commit(checkpoint=indexed is None)
         if not listing:
             return result
         rest = itertools.chain(early, works)
