@@ -287,11 +287,13 @@ def _store(db: IndexDB, done: Filled, stamped: dict[str, Any]) -> None:
 
 
 def _store_listing(db: IndexDB, works: Iterator[Filled]) -> None:
-    """The listing's records and usage totals as their tasks finish, in one transaction."""
+    """The listing's records and usage totals, in one transaction once every task is done (not holding the
+    database's write lock while the tasks run: the index's own writes go on meanwhile)."""
+    done = list(works)
     try:
-        for done in works:
-            db.put_files(done.records)
-            db.put_usages(done.usages)
+        for part in done:
+            db.put_files(part.records)
+            db.put_usages(part.usages)
     except BaseException:
         db.rollback()
         raise
