@@ -173,7 +173,7 @@ _Job = tuple[Callable[..., Filled], tuple[Any, ...]]
 def _computing(jobs: list[_Job], workers: int) -> Iterator[Iterator[Filled]]:
     """Each job's result as soon as it is done (the caller stores them while the other jobs run), on `workers`
     processes taking the jobs in order. The workers start on entry, before the caller opens its transaction."""
-    if workers < 2 or len(jobs) < 2:
+    if workers < 2:
         yield (job(*args) for job, args in jobs)
         return
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
@@ -189,8 +189,8 @@ def _as_done(futures: list[Future[Filled]]) -> Iterator[Filled]:
 
 def _jobs(root: Path, paths: list[Path], workers: int, listing: bool, rows: bool) -> list[_Job]:
     """The index's jobs (whole sessions, about `parallel.TASK_BYTES` each), then with `listing` the listing's,
-    so the workers read every file for the index before any for the listing."""
-    tasks = _tasks(paths) if workers >= 2 and len(paths) >= 4 else [paths] if paths else []
+    so the workers read every file for the index before any for the listing; one job of each on one process."""
+    tasks = _tasks(paths) if workers >= 2 else [paths] if paths else []
     jobs: list[_Job] = [(_work, (root, task, rows)) for task in tasks]
     return jobs + [(_summaries, (task,)) for task in tasks] if listing else jobs
 
@@ -236,8 +236,10 @@ def fill(
     if stamped is None:
         stamped = session_stamps(paths)[1]
     result = FillResult()
-    jobs = _jobs(root, paths, workers or os.cpu_count() or 1, listing, rows)
-    with _computing(jobs, workers or os.cpu_count() or 1) as works:
+    processes = workers or os.cpu_count() or 1
+    processes = processes if len(paths) >= 4 else 1  # a few files are read sooner than workers start
+    jobs = _jobs(root, paths, processes, listing, rows)
+    with _computing(jobs, processes) as works:
         early: list[Filled] = []
         """Listing tasks done before the index's last one."""
         try:
