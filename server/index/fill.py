@@ -43,6 +43,9 @@ from storage.usagecache import UsageCache
 from storage.usagetotals import Stamp, usage_total
 
 log = logging.getLogger(__name__)
+LISTING_NICE = 10
+"""The niceness of a worker once it reads for the listing (the index's process, restoring the index and answering
+its first diagnostics, comes first)."""
 
 
 @dataclass
@@ -89,6 +92,8 @@ def _summaries(paths: list[Path]) -> Filled:
     """The listing's record of each session file of `paths` (whole sessions), and each listed session's usage
     total."""
     out = Filled(paths, listing=True)
+    if _FORKING.parent not in (0, os.getpid()) and os.getpriority(os.PRIO_PROCESS, 0) < LISTING_NICE:
+        os.setpriority(os.PRIO_PROCESS, 0, LISTING_NICE)  # a worker: the index's process comes first from now on
     counts = CountCache(where=None)
     cache = UsageCache(enabled=False)
     listed: dict[Path, list[SessionInfo]] = {}
