@@ -92,7 +92,7 @@ def _summaries(paths: list[Path]) -> Filled:
     """The listing's record of each session file of `paths` (whole sessions), and each listed session's usage
     total."""
     out = Filled(paths, listing=True)
-    if _FORKING.parent not in (0, os.getpid()) and os.getpriority(os.PRIO_PROCESS, 0) < LISTING_NICE:
+    if _FORKING.worker and os.getpriority(os.PRIO_PROCESS, 0) < LISTING_NICE:
         os.setpriority(os.PRIO_PROCESS, 0, LISTING_NICE)  # a worker: the index's process comes first from now on
     counts = CountCache(where=None)
     cache = UsageCache(enabled=False)
@@ -126,6 +126,8 @@ class _Forking:
         """The parent's streams in a worker: never closed or flushed there, nor freed (which would close them)."""
         self.parent = 0
         """The forking process."""
+        self.worker = False
+        """This process is one of our workers."""
 
     def __enter__(self) -> None:
         self.lock.acquire()
@@ -140,6 +142,7 @@ class _Forking:
         if not self.on:
             return
         self.on = False
+        self.worker = True
         self.lock = threading.Lock()  # held by the parent's forking thread: a new one here
         self.kept.extend((sys.stdin, sys.stdout, sys.stderr))
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the worker's for its whole life
