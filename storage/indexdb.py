@@ -36,6 +36,8 @@ SCHEMA_VERSION = 5
 DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000
+AUTOCHECKPOINT = 1000
+"""Pages in the write-ahead log past which a commit copies it into the database (SQLite's default)."""
 SAME, APPENDED, REWRITTEN = "same", "appended", "rewritten"
 FILL_WAIT = 300.0
 """Seconds a listing waits at most for a fill of the database under way in this process."""
@@ -418,13 +420,21 @@ class IndexDB:
             self.conn.rollback()
 
     @_locked
-    def commit(self) -> bool:
-        """Make the batch durable; False when it was dropped (a database another process held too long)."""
+    def commit(self, *, checkpoint: bool = True) -> bool:
+        """Make the batch durable; False when it was dropped (a database another process held too long). Without
+        `checkpoint` the batch stays in the write-ahead log, copied into the database by the next commit that
+        checkpoints (on any connection; the first index's listing commits right after its index), not this one."""
         if self.busy:
             self.busy = False
             return False
         try:
-            self.conn.commit()
+            if not checkpoint:
+                self.conn.execute("PRAGMA wal_autocheckpoint = 0")
+            try:
+                self.conn.commit()
+            finally:
+                if not checkpoint:
+                    self.conn.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT}")
         except sqlite3.OperationalError as exc:
             if not _is_busy(exc):
                 raise

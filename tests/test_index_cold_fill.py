@@ -2,7 +2,8 @@
 
 After it, the listing and the usage totals come from the database (no file is summarised or summed again),
 the diagnostics are those of an index that read every file itself, and no file's rows are held in memory;
-files found by discovery are not resolved again for links.
+files found by discovery are not resolved again for links. The index does not wait for the listing, which the
+workers read after it and which a listing asked meanwhile waits for.
 """
 
 from __future__ import annotations
@@ -12,15 +13,18 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import server.index.filestate as filestate
+import server.index.fill as fill
 import server.index.store as store
 import storage.indexedlist as indexedlist
 import storage.usage as usage
 from server.index import ProjectIndex
 from server.index.saved import StoredFileState
+from storage.indexdb import IndexDB
 from storage.sessions import list_sessions
 from storage.usagetotals import sessions_usage_indexed
 
@@ -119,3 +123,50 @@ def test_discovered_files_are_not_resolved_again(projects: Path, monkeypatch: py
     named = ProjectIndex(projects, persist=False)
     named.scan(paths=sorted(projects.rglob("*.jsonl")))
     assert resolved[0] == len(named.files)  # a path named by the caller is always resolved
+
+
+GATE = "SESSION_LSP_TEST_LISTING_GATE"
+
+
+def _gated_summaries(*args: Any) -> Any:
+    """The listing of a task, read once the test opens the gate (a file): on a worker process, for at most 20 s."""
+    gate = Path(os.environ[GATE])
+    for _ in range(400):
+        if gate.exists():
+            break
+        time.sleep(0.05)
+    opened = gate.exists()
+    listed = ORIGINAL_SUMMARIES(*args)
+    niceness = os.getpriority(os.PRIO_PROCESS, 0)
+    (gate.parent / f"listed-{os.getpid()}-{time.monotonic_ns()}").write_text(f"{opened} {niceness}")
+    return listed
+
+
+ORIGINAL_SUMMARIES = fill._summaries
+
+
+def test_the_first_index_is_complete_before_the_listing_is_read(
+    projects: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = tmp_path / "gate" / "open"
+    gate.parent.mkdir()
+    monkeypatch.setenv(GATE, str(gate))
+    monkeypatch.setattr(fill, "_summaries", _gated_summaries)  # the workers are forked with it
+    idx = ProjectIndex(projects)
+    idx.scan()  # returns with the index stored and restored, the listing's tasks waiting at the gate
+    with IndexDB.open() as db:
+        assert db is not None and db.files() == {} and db.usages([str(p) for p in projects.rglob("*.jsonl")]) == {}
+    own = ProjectIndex(projects, persist=False)
+    own.scan()
+    assert idx.all_diagnostics() == own.all_diagnostics() and _loaded(idx) == 0
+    assert not any(gate.parent.glob("listed-*"))  # no listing task got past the gate yet
+
+    gate.touch()
+    summaries = _counting(monkeypatch, indexedlist, "read_session_info")
+    listed = indexedlist.list_sessions_indexed(projects)  # waits for the listing, then takes it from the database
+    assert summaries[0] == 0
+    passed = [p.read_text() for p in gate.parent.glob("listed-*")]
+    # every listing task ran after the scan had returned, on a worker yielding to the index's process
+    assert passed and set(passed) == {f"True {max(fill.LISTING_NICE, os.getpriority(os.PRIO_PROCESS, 0))}"}
+    monkeypatch.setenv("SESSION_LSP_NO_CACHE", "1")
+    assert [s.to_json() for s in listed] == [s.to_json() for s in list_sessions(projects)]

@@ -19,6 +19,7 @@ multiprocessing closes stdin and flushes stdout in the child), so our workers ge
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import multiprocessing
 import os
@@ -34,11 +35,17 @@ from server.index.parallel import _tasks
 from server.index.saved import key_text, legacy_ids, report_to_json, row_uuids, stamps, storable
 from server.index.store import ProjectIndex, SessionKey, session_key, tracked_kind
 from storage.countcache import CountCache
-from storage.indexdb import FileRecord, Identity, IndexDB
+from storage.indexdb import FILLS, FileRecord, Identity, IndexDB
 from storage.indexedlist import summarise
+from storage.reader import why_not_regular
 from storage.sessions import SessionInfo, attach_legacy_agents
 from storage.usagecache import UsageCache
 from storage.usagetotals import Stamp, usage_total
+
+log = logging.getLogger(__name__)
+LISTING_NICE = 10
+"""The niceness of a worker once it reads for the listing (the index's process, restoring the index and answering
+its first diagnostics, comes first)."""
 
 
 @dataclass
@@ -53,6 +60,8 @@ class Filled:
     """The states of the files settled and read whole (the others are read again by whoever needs them)."""
     records: list[FileRecord] = field(default_factory=list)
     usages: list[tuple[str, Stamp, dict[str, Any]]] = field(default_factory=list)
+    listing: bool = False
+    """A listing task's (records and usages), not the index's."""
 
 
 @dataclass
@@ -64,8 +73,8 @@ class FillResult:
     """The database took the batch (else another process held it: nothing of it was stored)."""
 
 
-def _work(root: Path, paths: list[Path], listing: bool, rows: bool = True) -> Filled:
-    """Read whole sessions (`paths` holds every file of each) and give back what is stored of them."""
+def _work(root: Path, paths: list[Path], rows: bool = True) -> Filled:
+    """Read whole sessions (`paths` holds every file of each) and give back what the index stores of them."""
     idx = ProjectIndex(root, persist=False)
     idx.scan(paths=paths, discovered=True)
     out = Filled(paths)
@@ -76,18 +85,20 @@ def _work(root: Path, paths: list[Path], listing: bool, rows: bool = True) -> Fi
         item = storable(state) if rows else None
         if item is not None:
             out.rowsets.append(item)
-    if listing:
-        _summaries(idx, out)
     return out
 
 
-def _summaries(idx: ProjectIndex, out: Filled) -> None:
-    """The listing's record of each session file read, and each listed session's usage total."""
+def _summaries(paths: list[Path]) -> Filled:
+    """The listing's record of each session file of `paths` (whole sessions), and each listed session's usage
+    total."""
+    out = Filled(paths, listing=True)
+    if _FORKING.worker and os.getpriority(os.PRIO_PROCESS, 0) < LISTING_NICE:
+        os.setpriority(os.PRIO_PROCESS, 0, LISTING_NICE)  # a worker: the index's process comes first from now on
     counts = CountCache(where=None)
     cache = UsageCache(enabled=False)
     listed: dict[Path, list[SessionInfo]] = {}
-    for path in out.paths:
-        if path not in idx.files or tracked_kind(path) != "session":
+    for path in paths:
+        if tracked_kind(path) != "session" or why_not_regular(path) is not None:  # as the index skips it
             continue
         try:
             info, record = summarise(path, counts)
@@ -102,6 +113,7 @@ def _summaries(idx: ProjectIndex, out: Filled) -> None:
             stamp, ok, usage = usage_total(info, cache)
             if ok:
                 out.usages.append((str(info.path), stamp, usage))
+    return out
 
 
 class _Forking:
@@ -114,6 +126,8 @@ class _Forking:
         """The parent's streams in a worker: never closed or flushed there, nor freed (which would close them)."""
         self.parent = 0
         """The forking process."""
+        self.worker = False
+        """This process is one of our workers."""
 
     def __enter__(self) -> None:
         self.lock.acquire()
@@ -128,6 +142,7 @@ class _Forking:
         if not self.on:
             return
         self.on = False
+        self.worker = True
         self.lock = threading.Lock()  # held by the parent's forking thread: a new one here
         self.kept.extend((sys.stdin, sys.stdout, sys.stderr))
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the worker's for its whole life
@@ -159,22 +174,33 @@ _FORKING = _Forking()
 os.register_at_fork(after_in_child=_FORKING.in_child)
 
 
+_Job = tuple[Callable[..., Filled], tuple[Any, ...]]
+
+
 @contextlib.contextmanager
-def _computing(root: Path, paths: list[Path], workers: int, listing: bool, rows: bool) -> Iterator[Iterator[Filled]]:
-    """Each task's results as soon as it is done (the caller stores them while the other tasks run). The
-    workers start on entry, before the caller opens its transaction."""
-    if workers < 2 or len(paths) < 4:
-        yield iter([_work(root, paths, listing, rows)] if paths else [])
+def _computing(jobs: list[_Job], workers: int) -> Iterator[Iterator[Filled]]:
+    """Each job's result as soon as it is done (the caller stores them while the other jobs run), on `workers`
+    processes taking the jobs in order. The workers start on entry, before the caller opens its transaction."""
+    if workers < 2:
+        yield (job(*args) for job, args in jobs)
         return
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         with _FORKING:  # the first submit forks every worker
-            futures = [pool.submit(_work, root, task, listing, rows) for task in _tasks(paths)]
+            futures = [pool.submit(job, *args) for job, args in jobs]
         yield _as_done(futures)
 
 
 def _as_done(futures: list[Future[Filled]]) -> Iterator[Filled]:
     for fut in as_completed(futures):
         yield fut.result()
+
+
+def _jobs(root: Path, paths: list[Path], workers: int, listing: bool, rows: bool) -> list[_Job]:
+    """The index's jobs (whole sessions, about `parallel.TASK_BYTES` each), then with `listing` the listing's,
+    so the workers read every file for the index before any for the listing; one job of each on one process."""
+    tasks = _tasks(paths) if workers >= 2 else [paths] if paths else []
+    jobs: list[_Job] = [(_work, (root, task, rows)) for task in tasks]
+    return jobs + [(_summaries, (task,)) for task in tasks] if listing else jobs
 
 
 def session_stamps(paths: list[Path]) -> tuple[dict[SessionKey, list[Path]], dict[str, Any]]:
@@ -203,28 +229,63 @@ def fill(
     collect: bool = True,
     progress: Callable[[list[Path]], None] | None = None,
     stamped: dict[str, Any] | None = None,
+    indexed: Callable[[FillResult], None] | None = None,
 ) -> FillResult:
     """Read `paths` (whole sessions, found by discovery under `root`) and store what they hold; the result has
     the checks and uuids read when `collect` says so; each file's state is stored with `rows`. `progress` gets the
     paths of each task done. The checks of a session are stored only with the identities its files had before
     they were read (`stamped`, by `session_stamps` unless the caller took them already), and none while a file of
-    it changed too recently. A failure rolls the whole batch back."""
+    it changed too recently. A failure rolls the whole batch back.
+
+    With `listing`, the listing's records and usage totals are read after everything the index stores, and
+    stored in a transaction of their own once the index's is committed; `indexed`, when given, is called with
+    the result in between (from then on the listing is stored through a connection of its own, `db` being the
+    caller's again), and a failure of the listing is logged, not raised."""
     if stamped is None:
         stamped = session_stamps(paths)[1]
     result = FillResult()
-    try:
-        with _computing(root, paths, workers or os.cpu_count() or 1, listing, rows) as works, db.uuid_load():
-            for done in works:
-                _store(db, done, stamped)
-                if collect:
-                    result.reports.update(done.reports)
-                    result.uuids.extend(done.uuids)
-                if progress is not None:
-                    progress(done.paths)
-    except BaseException:
-        db.rollback()
-        raise
-    result.saved = db.commit()
+    processes = workers or os.cpu_count() or 1
+    processes = processes if len(paths) >= 4 else 1  # a few files are read sooner than workers start
+    jobs = _jobs(root, paths, processes, listing, rows)
+    with _computing(jobs, processes) as works:
+        early: list[Filled] = []
+        """Listing tasks done before the index's last one."""
+        try:
+            with db.uuid_load():
+                left = sum(1 for job, _ in jobs if job is _work)
+                while left:
+                    done = next(works)
+                    if done.listing:
+                        early.append(done)
+                        continue
+                    left -= 1
+                    _store(db, done, stamped)
+                    if collect:
+                        result.reports.update(done.reports)
+                        result.uuids.extend(done.uuids)
+                    if progress is not None:
+                        progress(done.paths)
+        except BaseException:
+            db.rollback()
+            raise
+        # the first index goes on as soon as its batch is in the log; the listing's commit copies it
+        result.saved = db.commit(checkpoint=indexed is None)
+        if not listing:
+            return result
+        rest = itertools.chain(early, works)
+        if indexed is None:
+            _store_listing(db, rest)
+            return result
+        indexed(result)
+        listed = IndexDB.open(db.path.parent) if db.path is not None else None
+        if listed is None:  # not this time (a listing reads what it misses from the files)
+            return result
+        try:
+            _store_listing(listed, rest)
+        except Exception:  # the index is stored: a listing reads what it misses from the files
+            log.warning("storing the listing of the first index failed", exc_info=True)
+        finally:
+            listed.close()
     return result
 
 
@@ -233,5 +294,50 @@ def _store(db: IndexDB, done: Filled, stamped: dict[str, Any]) -> None:
         db.put_uuids(path, ids)
     db.put_sessions((text, stamped[text], report) for text, report in done.reports if stamped.get(text) is not None)
     db.put_rowsets(done.rowsets)
-    db.put_files(done.records)
-    db.put_usages(done.usages)
+
+
+def _store_listing(db: IndexDB, works: Iterator[Filled]) -> None:
+    """The listing's records and usage totals, in one transaction once every task is done (not holding the
+    database's write lock while the tasks run: the index's own writes go on meanwhile)."""
+    done = list(works)
+    try:
+        for part in done:
+            db.put_files(part.records)
+            db.put_usages(part.usages)
+    except BaseException:
+        db.rollback()
+        raise
+    db.commit()
+
+
+def fill_first(
+    db: IndexDB, root: Path, paths: list[Path], *, progress: Callable[[list[Path]], None] | None = None
+) -> FillResult:
+    """`fill` with the listing, returning as soon as the index's part is stored: the listing is read and stored
+    on a thread of its own (which forks the workers and holds them), and a listing asked meanwhile waits for it
+    (`FILLS`). Raises what the index's part raised."""
+    ready = threading.Event()
+    outcome: list[FillResult | BaseException] = []
+
+    def indexed(result: FillResult) -> None:
+        outcome.append(result)
+        ready.set()
+
+    def run() -> None:
+        try:
+            with FILLS.running():
+                fill(db, root, paths, listing=True, collect=False, progress=progress, indexed=indexed)
+        except BaseException as exc:  # raised before `indexed`: the caller's
+            if not ready.is_set():
+                outcome.append(exc)
+            else:
+                log.warning("the listing of the first index failed", exc_info=True)
+        finally:
+            ready.set()
+
+    threading.Thread(target=run, name="fill", daemon=True).start()
+    ready.wait()
+    found = outcome[0] if outcome else RuntimeError("the fill ended without a result")
+    if isinstance(found, BaseException):
+        raise found
+    return found

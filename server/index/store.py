@@ -263,10 +263,10 @@ class ProjectIndex:
                 if progress is not None:
                     progress(done[0], len(todo))
 
-        from server.index.fill import fill  # its workers build indexes of their own
+        from server.index.fill import fill_first  # its workers build indexes of their own
 
-        try:
-            saved = fill(db, self.projects_dir, cold, listing=True, collect=False, progress=step).saved
+        try:  # the listing is stored after the index's part, while this index goes on
+            saved = fill_first(db, self.projects_dir, cold, progress=step).saved
         except DAMAGE:
             self._rebuild_db()
             return set()
