@@ -37,7 +37,7 @@ from server.index.store import ProjectIndex, SessionKey, session_key, tracked_ki
 from storage.countcache import CountCache
 from storage.indexdb import FILLS, FileRecord, Identity, IndexDB
 from storage.indexedlist import summarise
-from storage.reader import why_not_regular
+from storage.fileopen import why_not_regular
 from storage.sessions import SessionInfo, attach_legacy_agents
 from storage.usagecache import UsageCache
 from storage.usagetotals import Stamp, usage_total
