@@ -35,9 +35,9 @@ from server.index.parallel import _tasks
 from server.index.saved import key_text, legacy_ids, report_to_json, row_uuids, stamps, storable
 from server.index.store import ProjectIndex, SessionKey, session_key, tracked_kind
 from storage.countcache import CountCache
+from storage.fileopen import why_not_regular
 from storage.indexdb import FILLS, FileRecord, Identity, IndexDB
 from storage.indexedlist import summarise
-from storage.fileopen import why_not_regular
 from storage.sessions import SessionInfo, attach_legacy_agents
 from storage.usagecache import UsageCache
 from storage.usagetotals import Stamp, usage_total
