@@ -27,6 +27,10 @@ TEST_INIT = PLUGIN / "test" / "init.lua"
 SHOP = "-Users-me-shop"
 S1 = "11111111-1111-4111-8111-111111111111"
 S2 = "22222222-2222-4222-8222-222222222222"
+KILLED = "e4444444-4444-4444-8444-444444444444"
+"""A session whose turn was killed after its `last-prompt`: resume starts below the leaf that row names."""
+KILLED_SOURCE = REPO / "tests" / "corpus" / "extra" / "killed" / f"{KILLED}.jsonl"
+KILLED_DIR = "-tmp-slsp-extra-killed"
 DAMAGED = "44444444-4444-4444-8444-444444444444"
 CONVO = "c0c0c0c0-0000-4000-8000-000000000001"
 CONVO_CORPUS = REPO / "tests" / "corpus" / "convo" / "projects"
@@ -79,6 +83,8 @@ def _make_projects(tmp: Path) -> Path:
     lines.insert(GARBAGE_LINE, b'{"type": "user", garbage')
     (dest / SHOP / f"{DAMAGED}.jsonl").write_bytes(b"\n".join(lines))
     _write_big_session(dest)
+    (dest / KILLED_DIR).mkdir(mode=0o700)
+    shutil.copyfile(KILLED_SOURCE, dest / KILLED_DIR / f"{KILLED}.jsonl")
     return dest
 
 
@@ -162,9 +168,14 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory, scripted_model: ScriptedM
     s2 = projects / SHOP / f"{S2}.jsonl"
     expected_ids = sorted(p.stem for p in projects.glob("*/*.jsonl"))
     sys.path.insert(0, str(REPO))
+    from storage.resume import resume
     from storage.sessions import list_sessions
 
-    leaf = {s.session_id: s.leaf_uuid for s in list_sessions(projects)}
+    listed = {s.session_id: s for s in list_sessions(projects)}
+    killed = listed[KILLED]
+    resumed = resume(killed.path).chain.leaf
+    assert resumed is not None and killed.leaf_uuid not in (None, resumed.uuid)  # the listing names another row
+    leaf = {KILLED: resumed.uuid}
     out = tmp / "results.json"
     config = {
         "out": str(out),
@@ -179,8 +190,8 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory, scripted_model: ScriptedM
         "hover": _hover_target(s1),
         "hover_damaged": _hover_target(damaged, after=GARBAGE_LINE + 2),
         "definition": _definition_target(s2),
-        "open_session": S2,
-        "open_path": str(s2),
+        "open_session": KILLED,
+        "open_path": str(projects / KILLED_DIR / f"{KILLED}.jsonl"),
         "resume_session": S2,
         "fork": {"path": str(s1)},
         "turn": {"path": str(s2), "prompt": "Say hello from Neovim."},
@@ -328,7 +339,7 @@ def test_enter_opens_the_session_at_its_leaf(nvim_run: dict[str, Any]) -> None:
     assert rec["opened"], rec
     assert rec["buffer"] == nvim_run["config"]["open_path"]
     row = json.loads(rec["line_text"])
-    assert row["uuid"] == nvim_run["leaf"][S2], (rec["cursor_line"], row.get("type"))
+    assert row["uuid"] == nvim_run["leaf"][KILLED], (rec["cursor_line"], row.get("type"))  # where resume starts
 
 
 def test_resume_runs_claude_in_a_terminal(nvim_run: dict[str, Any]) -> None:

@@ -262,15 +262,20 @@ export class Commands {
     if (!file) {
       throw new Error(`no transcript is known for session ${t.sessionId}`);
     }
-    await this.showTranscript(file, this.leafLine(t.info, file));
+    await this.showTranscript(file, await this.leafLine(t.info, file));
   }
 
-  private leafLine(info: SessionInfo | undefined, file: string): number | 'end' {
-    const leaf = info?.leafUuid;
-    if (!info || !leaf) {
+  /** The line of the row resume starts from (the tree's leaf), else of the leaf the listing names. */
+  private async leafLine(info: SessionInfo | undefined, file: string): Promise<number | 'end'> {
+    if (!info) {
       return 'end';
     }
-    const node = this.sessions.cachedTree(info.sessionId)?.nodes.find((n) => n.uuid === leaf);
+    const tree = await this.sessions.tree(info.sessionId);
+    const leaf = tree?.leafUuid ?? info.leafUuid;
+    if (!leaf) {
+      return 'end';
+    }
+    const node = tree?.nodes.find((n) => n.uuid === leaf);
     if (node && Number.isInteger(node.line)) {
       return node.line;
     }

@@ -108,10 +108,6 @@ export class SessionsProvider implements vscode.TreeDataProvider<Node>, vscode.D
     return node.branchPoints?.find((b) => b.uuid === branchUuid) ?? node;
   }
 
-  cachedTree(id: string): SessionTreeResult | undefined {
-    return this.trees.get(id)?.tree;
-  }
-
   async tree(id: string): Promise<SessionTreeResult | undefined> {
     const info = this.sessionsById.get(id);
     const cached = this.trees.get(id);

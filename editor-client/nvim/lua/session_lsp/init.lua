@@ -552,31 +552,24 @@ function M._map_quickfix(bufnr)
   })
 end
 
---- Find the 0-based line of the session's leaf (via sessions/tree; the chain's leafUuid if needed).
+--- Find the 0-based line of the session's leaf: where resume starts (the tree's `leafUuid`), else the leaf the
+--- listing names, else the last row on the chain.
 function M.leaf_line(session, callback)
-  local function from_tree(leaf)
-    M.request('sessions/tree', { sessionId = session.sessionId }, function(e, tree)
-      if e or not tree then
-        return callback(nil, e)
+  M.request('sessions/tree', { sessionId = session.sessionId }, function(e, tree)
+    if e or not tree then
+      return callback(nil, e)
+    end
+    local leaf = val(tree.leafUuid) or val(session.leafUuid)
+    local last
+    for _, node in ipairs(val(tree.nodes) or {}) do
+      if leaf and node.uuid == leaf then
+        return callback(node.line)
       end
-      local last
-      for _, node in ipairs(val(tree.nodes) or {}) do
-        if leaf and node.uuid == leaf then
-          return callback(node.line)
-        end
-        if val(node.onChain) then
-          last = node.line
-        end
+      if val(node.onChain) then
+        last = node.line
       end
-      callback(last)
-    end)
-  end
-  local leaf = val(session.leafUuid)
-  if leaf then
-    return from_tree(leaf)
-  end
-  M.request('sessions/chain', { sessionId = session.sessionId }, function(_, chain)
-    from_tree(chain and val(chain.leafUuid))
+    end
+    callback(last)
   end)
 end
 

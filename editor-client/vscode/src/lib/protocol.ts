@@ -62,6 +62,8 @@ export interface TreeNode {
 
 export interface SessionTreeResult {
   sessionId: string;
+  /** The row resume starts from. */
+  leafUuid?: string | null;
   nodes: TreeNode[];
   branchPoints: string[];
   subagents?: unknown;
