@@ -86,13 +86,18 @@ def test_a_first_initialize_gets_the_answer_pygls_gives(name: str, corpus_projec
         {"capabilities": {}, "workspaceFolders": [{"uri": "file:///tmp"}]},
         {"capabilities": {}, "rootUri": 7},
         {"capabilities": {}, "clientInfo": "vim"},
+        {"capabilities": {}, "trace": "loud"},
+        {"capabilities": {}, "trace": 1},
     ],
 )
 def test_a_shape_pygls_may_refuse_is_not_answered_early(params: dict[str, Any]) -> None:
     assert first_answer(params) is None
 
 
-def test_a_refused_first_initialize_is_pyglss_error_alone(corpus_projects: Path, cache: Path) -> None:
-    reply, stderr = launch(corpus_projects, {"capabilities": {}, "workspaceFolders": "/tmp"})
+@pytest.mark.parametrize("refused", [{"workspaceFolders": "/tmp"}, {"trace": "loud"}])
+def test_a_refused_first_initialize_is_pyglss_error_alone(
+    refused: dict[str, Any], corpus_projects: Path, cache: Path
+) -> None:
+    reply, stderr = launch(corpus_projects, {"capabilities": {}, **refused})
     assert "error" in reply and "result" not in reply, reply
     assert b"answered early" not in stderr and b"before the server loaded" not in stderr, stderr[-2000:]

@@ -25,7 +25,9 @@ TEMPLATE = Path(__file__).with_name("capabilities.json")
 ENCODINGS = ("utf-8", "utf-16", "utf-32")
 """The position encodings pygls supports; it prefers the client's order, and UTF-16 when there is no overlap."""
 DEFAULT_ENCODING = "utf-16"
-_TEXT_FIELDS = ("rootUri", "rootPath", "locale", "trace")
+_TEXT_FIELDS = ("rootUri", "rootPath", "locale")
+TRACE_VALUES = ("off", "messages", "verbose")
+"""The values of `trace` pygls takes (lsprotocol's `TraceValue`); it refuses an `initialize` with any other."""
 _SAVE_FIELDS = ("willSave", "willSaveWaitUntil")
 
 
@@ -67,6 +69,8 @@ def _synchronization(capabilities: dict[str, Any]) -> dict[str, Any]:
 def _plain(params: dict[str, Any], capabilities: dict[str, Any]) -> bool:
     """Every field pygls reads has the JSON type LSP gives it (deeper capabilities are the client's to get right)."""
     if any(params.get(name) is not None and not isinstance(params[name], str) for name in _TEXT_FIELDS):
+        return False
+    if params.get("trace") is not None and params["trace"] not in TRACE_VALUES:
         return False
     folders = params.get("workspaceFolders")
     if folders is not None and not (isinstance(folders, list) and all(_folder(f) for f in folders)):
