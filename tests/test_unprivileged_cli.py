@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from nobody import NOBODY, give, run_cli, shared_dir
 
 SHOP = "-Users-me-shop"
 LOCKED = "-Users-me-other/1c99f271-c426-49f7-9ae1-2b8728ab22c4.jsonl"
+MARK = {"kept-output-mark": True}
 READABLE = ("11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222")
 
 
@@ -88,3 +90,23 @@ def test_a_cache_folder_owned_by_root_is_not_used(shared: Path) -> None:
     said = f"session-lsp: cache folder {cache} not used (it belongs to uid 0); caching is off".encode()
     assert done.stderr.count(said) == 1 and done.stderr.count(b"caching is off") == 1, done.stderr
     assert list(cache.iterdir()) == []
+
+
+def test_a_session_given_to_another_owner_is_not_listed_from_a_kept_output(shared: Path) -> None:
+    """The listing kept while nobody could read every file is not printed once one is root's (same mode, same
+    mtime, another ctime)."""
+    home, projects = lay_out(shared)
+    when = time.time() - 3600
+    for p in [projects, *projects.rglob("*")]:
+        os.utime(p, (when, when), follow_symlinks=False)
+    first = run_cli(["list", "--json", "--projects-dir", str(projects)], home)
+    assert first.returncode == 0 and len(listed(first.stdout)) == 4, first.stderr
+    [kept] = (home / ".cache" / "session-lsp" / "answers-v1").glob("*.json")
+    entry = json.loads(kept.read_bytes())
+    entry["result"].append(MARK)  # printed again only if taken from what was kept
+    kept.write_text(json.dumps(entry))
+    assert run_cli(["list", "--json", "--projects-dir", str(projects)], home).stdout.count(b"kept-output-mark") == 1
+    os.chown(projects / LOCKED, 0, 0)  # 0600 still, now root's
+    again = run_cli(["list", "--json", "--projects-dir", str(projects)], home)
+    assert again.returncode == 0, again.stderr
+    assert b"kept-output-mark" not in again.stdout
