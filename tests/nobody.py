@@ -80,12 +80,20 @@ def give(path: Path) -> None:
             p.chmod(0o700 if p.is_dir() else 0o600)
 
 
+def cli_command() -> list[str]:
+    """`python -m server.cli` as `nobody` (its arguments follow)."""
+    setpriv, python = require()
+    return [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--", python, "-m", "server.cli"]
+
+
+def cli_env(home: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a command run as `nobody`: `home` as its home, this checkout on the path, nothing else."""
+    paths = [str(REPO), sysconfig.get_paths()["purelib"]]
+    return {"PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": os.pathsep.join(paths), **(env or {})}
+
+
 def run_cli(args: list[str], home: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
     """`python -m server.cli ARGS` as `nobody`, with `home` as its home and no other environment of ours."""
-    setpriv, python = require()
-    paths = [str(REPO), sysconfig.get_paths()["purelib"]]
-    environment = {"PATH": "/usr/bin:/bin", "HOME": str(home), "PYTHONPATH": os.pathsep.join(paths), **(env or {})}
-    command = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--", python, "-m", "server.cli"]
     return subprocess.run(
-        [*command, *args], env=environment, cwd="/", capture_output=True, timeout=LIVENESS, check=False
+        [*cli_command(), *args], env=cli_env(home, env), cwd="/", capture_output=True, timeout=LIVENESS, check=False
     )
