@@ -1,8 +1,9 @@
 """Write server/lsp/capabilities.json: the capabilities pygls builds for this server's registered features, which
-`server.lsp.firstanswer` answers a first `initialize` with before pygls is imported; and server/lsp/initparams.json:
-lsprotocol's `InitializeParams` down to the last capability, which `server.lsp.initshape` checks a first
-`initialize` against. Run it after adding, removing or changing a feature, or upgrading lsprotocol
-(tests/test_lsp_first_initialize.py fails until then): `.venv/bin/python scripts/make_capabilities.py`.
+`server.lsp.firstanswer` answers a first `initialize` with before pygls is imported; and
+server/lsp/requestparams.json: lsprotocol's params of the requests answered before pygls loads (`initialize`,
+`workspace/diagnostic`) down to the last field, which `server.lsp.paramshape` checks them against. Run it after
+adding, removing or changing a feature, or upgrading lsprotocol (tests/test_lsp_first_initialize.py fails until
+then): `.venv/bin/python scripts/make_capabilities.py`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from lsprotocol import types as lsp  # noqa: E402
 from pygls.capabilities import ServerCapabilitiesBuilder  # noqa: E402
 
 from server.lsp.firstanswer import TEMPLATE  # noqa: E402
-from server.lsp.initshape import SCHEMA  # noqa: E402
+from server.lsp.paramshape import SCHEMA  # noqa: E402
 from server.lsp.server import server  # noqa: E402
 
 CLIENT_DEPENDENT = (
@@ -61,14 +62,19 @@ def main() -> None:
     answer["serverInfo"].pop("version", None)  # the installed one
     TEMPLATE.write_text(json.dumps(answer, indent=1) + "\n")
     print(f"wrote {TEMPLATE.relative_to(REPO)}")
-    SCHEMA.write_text(json.dumps(init_params_schema(), sort_keys=True, separators=(",", ":")) + "\n")
+    SCHEMA.write_text(json.dumps(request_params_schema(), sort_keys=True, separators=(",", ":")) + "\n")
     print(f"wrote {SCHEMA.relative_to(REPO)}")
 
 
-def init_params_schema() -> dict[str, Any]:
-    """`InitializeParams` as `server.lsp.initshape` reads it: the root type and every class below it."""
+def request_params_schema() -> dict[str, Any]:
+    """The params of the requests answered before pygls loads, as `server.lsp.paramshape` reads them: each
+    request's root type and every class below them."""
     classes: dict[str, Any] = {}
-    return {"root": _type(lsp.InitializeParams, None, classes), "classes": classes}
+    roots = {
+        lsp.INITIALIZE: _type(lsp.InitializeParams, None, classes),
+        lsp.WORKSPACE_DIAGNOSTIC: _type(lsp.WorkspaceDiagnosticParams, None, classes),
+    }
+    return {"roots": roots, "classes": classes}
 
 
 def _json_name(name: str) -> str:

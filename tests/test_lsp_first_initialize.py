@@ -20,7 +20,7 @@ import pytest_lsp
 from rawlsp import LIVENESS, RawServer
 
 from server.lsp.firstanswer import first_answer
-from server.lsp.initshape import SCHEMA
+from server.lsp.paramshape import SCHEMA
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -204,9 +204,9 @@ def test_odd_capabilities_answered_early_are_pyglss_answer() -> None:
 
 
 def test_the_params_description_is_lsprotocols() -> None:
-    """`server/lsp/initparams.json` is what `scripts/make_capabilities.py` writes for the installed lsprotocol."""
+    """`server/lsp/requestparams.json` is what `scripts/make_capabilities.py` writes for the installed lsprotocol."""
     spec = importlib.util.spec_from_file_location("make_capabilities", REPO / "scripts" / "make_capabilities.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert json.loads(SCHEMA.read_bytes()) == module.init_params_schema()
+    assert json.loads(SCHEMA.read_bytes()) == module.request_params_schema()

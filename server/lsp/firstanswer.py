@@ -8,7 +8,7 @@ answer is the capabilities pygls builds for this server (`capabilities.json`, wr
 `scripts/make_capabilities.py`, which refuses features whose capabilities depend on the client in other ways;
 the tests check it against pygls's own answer to the capabilities of real editors) with those and the installed
 version.
-A request whose params do not fit lsprotocol's `InitializeParams` strictly (`server.lsp.initshape`), which pygls
+A request whose params do not fit lsprotocol's `InitializeParams` strictly (`server.lsp.paramshape`), which pygls
 might refuse, gets no answer from here (pygls answers it).
 """
 
@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from server.lsp.initshape import conforms
+from server.lsp.paramshape import conforms
 from server.version import version
 
 TEMPLATE = Path(__file__).with_name("capabilities.json")
@@ -43,7 +43,7 @@ def first_answer(params: dict[str, Any]) -> dict[str, Any] | None:
     """pygls's answer to this `initialize` (None: one of its fields has a shape pygls might refuse)."""
     template = _template()
     capabilities = params.get("capabilities")
-    if template is None or not isinstance(capabilities, dict) or not conforms(params):
+    if template is None or not isinstance(capabilities, dict) or not conforms("initialize", params):
         return None
     result = copy.deepcopy(template)
     result["capabilities"] = {"positionEncoding": position_encoding(capabilities), **result["capabilities"]}

@@ -1,7 +1,8 @@
-"""Whether an `initialize`'s params have the shape lsprotocol gives them, checked without importing lsprotocol.
+"""Whether a request's params have the shape lsprotocol gives them, checked without importing lsprotocol: for the
+requests answered before pygls loads (`initialize`, and `workspace/diagnostic` from a kept answer).
 
-`initparams.json` (written by `scripts/make_capabilities.py` from lsprotocol's classes) names every field of
-`InitializeParams` down to the last capability: its JSON name, whether it is required, and its type. The check is
+`requestparams.json` (written by `scripts/make_capabilities.py` from lsprotocol's classes) names every field of
+their params down to the last capability: its JSON name, whether it is required, and its type. The check is
 strict (a boolean is `true` or `false`, an integer an in-range JSON integer, an enumeration one of its values), so
 params that pass are params pygls takes; fields lsprotocol does not know are ignored, as pygls ignores them
 (tests/test_lsp_first_initialize.py compares with pygls over real editors' params with odd values put in).
@@ -14,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-SCHEMA = Path(__file__).with_name("initparams.json")
+SCHEMA = Path(__file__).with_name("requestparams.json")
 INT_RANGE = (-(2**31), 2**31 - 1)
 UINT_RANGE = (0, 2**31 - 1)
 
@@ -28,13 +29,14 @@ def _schema() -> dict[str, Any] | None:
     return loaded if isinstance(loaded, dict) and isinstance(loaded.get("classes"), dict) else None
 
 
-def conforms(params: Any) -> bool:
-    """True when `params` fits `InitializeParams` strictly (False too when the description cannot be read)."""
+def conforms(method: str, params: Any) -> bool:
+    """True when `params` fits the params of `method` strictly (False too for a method not described, or when the
+    description cannot be read)."""
     schema = _schema()
-    if schema is None:
+    if schema is None or method not in schema.get("roots", {}):
         return False
     try:
-        return _fits(params, schema["root"], schema["classes"])
+        return _fits(params, schema["roots"][method], schema["classes"])
     except (RecursionError, KeyError, TypeError, ValueError):  # a damaged description: pygls decides
         return False
 
