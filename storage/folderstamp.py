@@ -2,7 +2,9 @@
 
 An answer computed from the folder (a listing, every file's diagnostics) is the same for the same digest: every
 file the readers open lies inside the folder (links leading out are never read, `storage.paths.stays_inside`),
-and any change to an entry changes its size, its mtime or its inode, or the mtime of its folder. Links are not
+and any change to an entry changes its size, its mtime or its inode, or the mtime of its folder. Each entry's
+ctime is in the digest too: only the kernel sets it, so it shows what mtime does not (a rewrite whose mtime was
+put back, a new owner or ACL that lets this user read the file no more). Links are not
 followed: a link's own identity is in the digest, and a linked file inside the folder is walked where it lies.
 A digest taken while some entry's mtime is within `RACY_NS` of now is marked unsettled: a
 same-size rewrite in the same mtime tick could still follow, so nothing may be kept under it.
@@ -50,7 +52,9 @@ def stamp_folder(root: Path) -> FolderStamp | None:
         return None
     if not stat.S_ISDIR(top.st_mode):
         return None
-    h.update(f"{root}\0{top.st_dev}\0{top.st_ino}\0{top.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+    h.update(
+        f"{root}\0{top.st_dev}\0{top.st_ino}\0{top.st_mtime_ns}\0{top.st_ctime_ns}\n".encode("utf-8", "surrogateescape")
+    )
     count = 0
     while todo:
         folder = todo.pop()
@@ -68,7 +72,7 @@ def stamp_folder(root: Path) -> FolderStamp | None:
             except OSError:
                 return None
             mode = st.st_mode
-            line = f"{e.path}\0{mode}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\n"
+            line = f"{e.path}\0{mode}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n"
             h.update(line.encode("utf-8", "surrogateescape"))
             if st.st_mtime_ns > oldest_allowed:
                 settled = False

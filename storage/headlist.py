@@ -18,6 +18,7 @@ from typing import Any
 
 from storage.paths import iter_project_dirs, iter_session_files
 from storage.sessions import SessionInfo, attach_legacy_agents, link_by_first_row, read_session_info
+from storage.unlisted import unlisted
 
 WHOLE_FILE_FIELDS = ("messageCount", "usage")
 """`sessions/list` fields that need every byte of a session's files."""
@@ -65,7 +66,8 @@ def list_heads(
                     counted.add(path)
                 else:
                     info = read_session_info(path, count=False)
-            except OSError:
+            except OSError as exc:
+                unlisted(path, exc)
                 continue
             if info.has_messages:  # as the whole listing: a file with no conversation is no session
                 in_dir.append(info)

@@ -25,6 +25,7 @@ from storage.sessions import (
     read_session_info,
     subagent_json,
 )
+from storage.unlisted import unlisted
 
 SUBAGENTS, SUB_STAMPS = "_subagents", "_subagentFolders"
 _STORED = tuple(f.name for f in fields(SessionInfo) if f.name not in ("path", "project_dir", "subagents"))
@@ -164,7 +165,8 @@ def _list(db: IndexDB, dirs: list[Path]) -> list[SessionInfo]:
                         info.compact_uuids = rec.info.get("compact_uuids")
                         info.compact_scanned = rec.info.get("compact_scanned", 0)
                     fresh.append((path, st, info, folders, info_to_json(info), list(info.subagents)))
-            except OSError:
+            except OSError as exc:
+                unlisted(path, exc)
                 continue
             if info.has_messages:  # as `list_sessions`: a file with no conversation is no session
                 in_dir.append(info)

@@ -29,6 +29,7 @@ from storage.paths import (
     legacy_agent_files,
     subagent_files,
 )
+from storage.unlisted import unlisted
 
 WINDOW = 64 * 1024
 BRANCH_RE = re.compile(rb'"gitBranch":"((?:[^"\\]|\\.)*)"')
@@ -322,7 +323,8 @@ def list_sessions(
         for f in iter_session_files(d):
             try:
                 info = read_session_info(f, count=count, counts=counts)
-            except OSError:
+            except OSError as exc:
+                unlisted(f, exc)
                 continue
             if info.has_messages:
                 in_dir.append(info)

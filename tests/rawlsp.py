@@ -23,9 +23,10 @@ LIVENESS = 10.0
 
 
 class RawServer:
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None, command: list[str] | None = None) -> None:
+        """`session-lsp serve --stdio ARGS`, run as `command` (default: this interpreter, `-m server.cli`)."""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "serve", "--stdio", *args],
+            [*(command or [sys.executable, "-m", "server.cli"]), "serve", "--stdio", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

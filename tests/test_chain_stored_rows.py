@@ -128,3 +128,14 @@ def test_every_corpus_session_chains_the_same_through_the_database(
     plain = chain(corpus_projects, path, no_cache=True)
     assert chain(corpus_projects, path) == plain  # read and stored
     assert chain(corpus_projects, path) == plain  # restored
+
+
+@pytest.mark.parametrize("damage", [b"\xc1\xc1\xc1", b"\x93\xc2\x90", b""])
+def test_damaged_stored_rows_are_read_from_the_file(damage: bytes, corpus_projects: Path, cache: Path) -> None:
+    """Stored rows that do not decode (a malformed blob, a cut one, an empty one) are read from the file instead."""
+    path = biggest(corpus_projects)
+    age(path)
+    first = chain(corpus_projects, path)
+    with sqlite3.connect(next(cache.glob("index*.sqlite3"))) as db:
+        assert db.execute("UPDATE rowsets SET rows = ? WHERE path = ?", (damage, str(path))).rowcount == 1
+    assert chain(corpus_projects, path) == first

@@ -99,3 +99,17 @@ def test_a_damaged_kept_output_is_computed_again(corpus_projects: Path, kept: Pa
     (f,) = kept.glob("*.json")
     f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
     assert listed(corpus_projects) == first
+
+
+def test_a_rewrite_with_its_mtime_put_back_is_listed_again(corpus_projects: Path, kept: Path) -> None:
+    """Same size, same mtime (put back as `cp -p` or `touch -r` put it), another title: only the ctime shows it."""
+    age(corpus_projects)
+    assert len(listed(corpus_projects)) == 4 and mark(kept) == 1
+    path = next(corpus_projects.rglob("11111111-*.jsonl"))
+    before = os.stat(path)
+    data = path.read_bytes()
+    assert data.count(b"ORACLE 11111111") >= 1
+    path.write_bytes(data.replace(b"ORACLE 11111111", b"ORACLX 11111111"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (os.stat(path).st_size, os.stat(path).st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert MARK not in listed(corpus_projects)  # computed again (the index database still trusts size and mtime)

@@ -5,8 +5,13 @@ capabilities of real editors (pytest-lsp's recorded clients) and for every posit
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import functools
+import importlib.util
 import json
 import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +20,9 @@ import pytest_lsp
 from rawlsp import LIVENESS, RawServer
 
 from server.lsp.firstanswer import first_answer
+from server.lsp.paramshape import SCHEMA
+
+REPO = Path(__file__).resolve().parent.parent
 
 RECORDED = sorted((Path(pytest_lsp.__file__).parent / "clients").glob("*.json"))
 ENCODINGS: dict[str, dict[str, Any]] = {
@@ -81,18 +89,124 @@ def test_a_first_initialize_gets_the_answer_pygls_gives(name: str, corpus_projec
         {"capabilities": "all"},
         {"capabilities": {"general": {"positionEncodings": "utf-8"}}},
         {"capabilities": {"general": {"positionEncodings": [8]}}},
-        {"capabilities": {"textDocument": []}},
+        {"capabilities": {"textDocument": ["hover"]}},
         {"capabilities": {}, "workspaceFolders": "/tmp"},
         {"capabilities": {}, "workspaceFolders": [{"uri": "file:///tmp"}]},
         {"capabilities": {}, "rootUri": 7},
         {"capabilities": {}, "clientInfo": "vim"},
+        {"capabilities": {}, "trace": "loud"},
+        {"capabilities": {}, "trace": 1},
+        {"capabilities": {"textDocument": {"hover": 5}}},
+        {"capabilities": {"textDocument": {"hover": {"contentFormat": ["html"]}}}},
+        {"capabilities": {"workspace": {"symbol": {"symbolKind": {"valueSet": [1, 999]}}}}},
+        {"capabilities": {"textDocument": {"semanticTokens": {"requests": {}}}}},
+        {"capabilities": {"textDocument": {"synchronization": {"willSave": 1}}}},
     ],
 )
 def test_a_shape_pygls_may_refuse_is_not_answered_early(params: dict[str, Any]) -> None:
     assert first_answer(params) is None
 
 
-def test_a_refused_first_initialize_is_pyglss_error_alone(corpus_projects: Path, cache: Path) -> None:
-    reply, stderr = launch(corpus_projects, {"capabilities": {}, "workspaceFolders": "/tmp"})
+REFUSED = {
+    "folders-text": {"capabilities": {}, "workspaceFolders": "/tmp"},
+    "trace-loud": {"capabilities": {}, "trace": "loud"},
+    "hover-html": {"capabilities": {"textDocument": {"hover": {"contentFormat": ["html"]}}}},
+    "symbol-kind-999": {"capabilities": {"workspace": {"symbol": {"symbolKind": {"valueSet": [1, 999]}}}}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_a_refused_first_initialize_is_pyglss_error_alone(name: str, corpus_projects: Path, cache: Path) -> None:
+    reply, stderr = launch(corpus_projects, REFUSED[name])
     assert "error" in reply and "result" not in reply, reply
     assert b"answered early" not in stderr and b"before the server loaded" not in stderr, stderr[-2000:]
+
+
+def pygls_answer(params: dict[str, Any]) -> dict[str, Any] | None:
+    """What pygls answers these params with, as `LanguageServerProtocol.lsp_initialize` builds it (None: refused)."""
+    from lsprotocol import types as lsp
+    from pygls.capabilities import ServerCapabilitiesBuilder
+
+    from server.lsp.server import server
+
+    protocol, features = server.protocol, server.protocol.fm
+    try:
+        structured = protocol._converter.structure(params, lsp.InitializeParams)
+    except Exception:  # cattrs raises its own validation errors, and ValueError, TypeError, KeyError
+        return None
+    client = structured.capabilities
+    built = ServerCapabilitiesBuilder(
+        client,
+        set({**features.features, **features.builtin_features}.keys()),
+        features.feature_options,
+        list(features.commands.keys()),
+        server._text_document_sync_kind,
+        server._notebook_document_sync,
+        ServerCapabilitiesBuilder.choose_position_encoding(client),
+    ).build()
+    answer: dict[str, Any] = protocol._converter.unstructure(
+        lsp.InitializeResult(capabilities=built, server_info=protocol.server_info)
+    )
+    return answer
+
+
+ODD_VALUES: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    2**31,
+    3.5,
+    "",
+    "x",
+    "markdown",
+    "utf-8",
+    [],
+    [1],
+    ["x"],
+    {},
+    {"a": 1},
+]
+
+
+def _places(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        found.append((*path, k))
+        found.extend(_places(v, (*path, k)))
+    return found
+
+
+def test_odd_capabilities_answered_early_are_pyglss_answer() -> None:
+    """A real editor's params with one to three values replaced by odd ones, 1500 times: whenever the early
+    answer is given, pygls takes the params and answers the same."""
+    rng = random.Random(7)
+    early = 0
+    for _ in range(1500):
+        params = {"processId": None, "rootUri": None, **copy.deepcopy(rng.choice([CASES[p.stem] for p in RECORDED]))}
+        places = _places(params)
+        for _ in range(rng.randint(1, 3)):
+            place = rng.choice(places)
+            with contextlib.suppress(KeyError, IndexError, TypeError):
+                parent = functools.reduce(lambda o, k: o[k], place[:-1], params)
+                parent[place[-1]] = rng.choice(ODD_VALUES)
+        answer = first_answer(copy.deepcopy(params))
+        if answer is None:
+            continue
+        early += 1
+        expected = pygls_answer(copy.deepcopy(params))
+        assert expected is not None, params  # refused by pygls, yet answered early
+        expected["serverInfo"]["version"] = answer["serverInfo"]["version"]
+        assert answer == expected, params
+    assert early >= 50  # the check still lets odd but legal params through
+
+
+def test_the_params_description_is_lsprotocols() -> None:
+    """`server/lsp/requestparams.json` is what `scripts/make_capabilities.py` writes for the installed lsprotocol."""
+    spec = importlib.util.spec_from_file_location("make_capabilities", REPO / "scripts" / "make_capabilities.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert json.loads(SCHEMA.read_bytes()) == module.request_params_schema()

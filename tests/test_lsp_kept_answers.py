@@ -191,3 +191,26 @@ def test_a_partial_listing_answered_early_is_the_servers(corpus_projects: Path, 
     computed = partial_listing()  # initialize unknown: everything goes to pygls
     assert early["partial"] is True and sum(1 for s in early["sessions"] if s.get("partial")) >= 1
     assert early == computed
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"previousResultIds": "oops"},
+        {"previousResultIds": [{"uri": 7}]},
+        None,
+    ],
+)
+def test_a_diagnostic_request_pygls_refuses_gets_its_error_not_a_kept_answer(
+    params: dict[str, Any] | None, corpus_projects: Path, answers: Path
+) -> None:
+    """The fields a kept diagnostic answer does not depend on must still have the shape pygls takes."""
+    first_launch(corpus_projects, answers)
+    mark(answers)
+    server = RawServer()
+    server.initialize(corpus_projects, watch=False)
+    reply = server.answer(server.request("workspace/diagnostic", params))
+    assert "result" not in reply and reply["error"]["code"] == -32602, str(reply)[:500]
+    assert "invalid parameters for workspace/diagnostic" in reply["error"]["message"]
+    finish(server)

@@ -101,7 +101,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _list_json(args: argparse.Namespace) -> int:
     """The listing as JSON; the output kept for the folder as it is now when there is one
-    (`server.lsp.answers`), and this one kept when the folder stayed settled and unchanged while it was made."""
+    (`server.lsp.answers`), and this one kept when the folder stayed settled and unchanged while it was made, and
+    no session file was left out unread (`storage.unlisted`)."""
     from server.lsp.answers import command_key, keep_answer, kept_answer
     from storage.folderstamp import stamp_folder
 
@@ -112,13 +113,15 @@ def _list_json(args: argparse.Namespace) -> int:
     if kept is not None:
         print_json_text(kept)
         return 0
+    from storage.unlisted import unlisted_count
     from storage.usagetotals import sessions_usage_indexed
 
+    left_out = unlisted_count()
     sessions = _sessions(args)
     usage = sessions_usage_indexed(sessions)
     text = json_text([{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)])
     print_json_text(text)
-    if before is not None:
+    if before is not None and unlisted_count() == left_out:  # kept, it would be printed without saying so
         keep_answer(key, before, stamp_folder(root), text)
     return 0
 

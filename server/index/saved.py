@@ -9,6 +9,7 @@ identities of the files they were computed from and reused only while those iden
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from array import array
 from collections.abc import Callable, Iterable
@@ -140,17 +141,12 @@ class StoredFileState(FileState):
                 return  # loaded by another thread, or this one further up the stack
             self._loading = True
             try:
-                found = loader()
-                head = _decode_head(found[0]) if found is not None else None
-                if head is None or (head.offset, head.line, head.tail) != (
-                    self.read.offset,
-                    self.read.line,
-                    self.read.tail,
-                ):
-                    self.reset()  # lost, or another process stored a later state: read the file again ourselves
+                stored = _stored_rows(loader, self.read)
+                if stored is None:
+                    self.reset()  # lost, damaged, or another process stored a later state: read the file again
                     self.refresh()
                     return
-                saved = _decode_rows(found[1])  # type: ignore[index]  # not None: `head` was decoded from it
+                head, saved = stored
                 t = Transcript(path=self.path, problems=saved.problems, torn_tail=head.torn)
                 t.add_rows(saved.rows)
                 self._t = t
@@ -158,6 +154,22 @@ class StoredFileState(FileState):
                 self._loader = None
             finally:
                 self._loading = False
+
+
+def _stored_rows(
+    loader: Callable[[], tuple[bytes, bytes] | None], read: ReadState
+) -> tuple[SavedHead, SavedRows] | None:
+    """The stored read state and rows, when they can be read, decode, and were stored where `read` stopped."""
+    try:
+        found = loader()
+        if found is None:
+            return None
+        head = _decode_head(found[0])
+        if (head.offset, head.line, head.tail) != (read.offset, read.line, read.tail):
+            return None
+        return head, _decode_rows(found[1])
+    except (sqlite3.DatabaseError, msgspec.DecodeError, TypeError):  # a damaged database or value
+        return None
 
 
 def load_file(

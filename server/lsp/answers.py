@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from server.lsp.codestamp import code_stamp
+from server.lsp.paramshape import conforms
 from storage.cache import cache_dir, save_bytes
 from storage.folderstamp import FolderStamp
 
@@ -28,6 +29,8 @@ KEPT = ("sessions/list", "workspace/diagnostic")
 """The requests whose answers are kept."""
 IGNORED_PARAMS = {"workspace/diagnostic": ("previousResultIds", "identifier", "workDoneToken", "partialResultToken")}
 """Parameters the server's answer does not depend on (every report is sent whole, to every client)."""
+CHECKED = ("workspace/diagnostic",)
+"""Requests whose params pygls structures with lsprotocol's type, refusing those that do not fit."""
 KEEP_FILES = 16
 """Answers kept at most (the oldest go first)."""
 
@@ -42,6 +45,12 @@ def answer_key(method: str, params: Any, root: Path) -> str | None:
         return None
     ignored = IGNORED_PARAMS.get(method, ())
     return _key(method, {k: v for k, v in params.items() if k not in ignored}, root)
+
+
+def taken_by_pygls(method: str, params: Any) -> bool:
+    """Whether pygls takes these params of `method` rather than answering an error: a kept answer is sent only then,
+    the parameters its key leaves out included (`server.lsp.paramshape`)."""
+    return method not in CHECKED or conforms(method, params)
 
 
 def command_key(command: str, args: dict[str, Any], root: Path) -> str:

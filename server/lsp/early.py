@@ -213,7 +213,7 @@ def _answer_kept(reader: FrameReader, stdout: BinaryIO, root: Path) -> bytes:
     """Answer the requests that follow `initialize` from the answers kept for the folder as it is now, until
     one is not kept (`server.lsp.answers`); the bytes of the frames taken and not answered (`initialized`, and
     the frame that ended this), for the server to read first."""
-    from server.lsp.answers import answer_key, kept_answer
+    from server.lsp.answers import answer_key, kept_answer, taken_by_pygls
     from storage.folderstamp import stamp_folder
 
     stamp = stamp_folder(root)  # while the client reads the answer to `initialize` and writes what follows
@@ -227,7 +227,8 @@ def _answer_kept(reader: FrameReader, stdout: BinaryIO, root: Path) -> bytes:
             taken += frame.raw
             continue
         request_id = message.get("id")
-        key = answer_key(str(message.get("method")), message.get("params"), root)
+        method, params = str(message.get("method")), message.get("params")
+        key = answer_key(method, params, root) if taken_by_pygls(method, params) else None
         if key is None or message.get("jsonrpc") != "2.0" or type(request_id) not in (int, str):
             return taken + frame.raw
         result = kept_answer(key, stamp) if stamp is not None else None

@@ -8,7 +8,8 @@ answer is the capabilities pygls builds for this server (`capabilities.json`, wr
 `scripts/make_capabilities.py`, which refuses features whose capabilities depend on the client in other ways;
 the tests check it against pygls's own answer to the capabilities of real editors) with those and the installed
 version.
-A request whose shape pygls might refuse gets no answer from here (pygls answers it).
+A request whose params do not fit lsprotocol's `InitializeParams` strictly (`server.lsp.paramshape`), which pygls
+might refuse, gets no answer from here (pygls answers it).
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from server.lsp.paramshape import conforms
 from server.version import version
 
 TEMPLATE = Path(__file__).with_name("capabilities.json")
 ENCODINGS = ("utf-8", "utf-16", "utf-32")
 """The position encodings pygls supports; it prefers the client's order, and UTF-16 when there is no overlap."""
 DEFAULT_ENCODING = "utf-16"
-_TEXT_FIELDS = ("rootUri", "rootPath", "locale", "trace")
 _SAVE_FIELDS = ("willSave", "willSaveWaitUntil")
 
 
@@ -42,7 +43,7 @@ def first_answer(params: dict[str, Any]) -> dict[str, Any] | None:
     """pygls's answer to this `initialize` (None: one of its fields has a shape pygls might refuse)."""
     template = _template()
     capabilities = params.get("capabilities")
-    if template is None or not isinstance(capabilities, dict) or not _plain(params, capabilities):
+    if template is None or not isinstance(capabilities, dict) or not conforms("initialize", params):
         return None
     result = copy.deepcopy(template)
     result["capabilities"] = {"positionEncoding": position_encoding(capabilities), **result["capabilities"]}
@@ -62,29 +63,3 @@ def _synchronization(capabilities: dict[str, Any]) -> dict[str, Any]:
     document = capabilities.get("textDocument")
     found = document.get("synchronization") if isinstance(document, dict) else None
     return found if isinstance(found, dict) else {}
-
-
-def _plain(params: dict[str, Any], capabilities: dict[str, Any]) -> bool:
-    """Every field pygls reads has the JSON type LSP gives it (deeper capabilities are the client's to get right)."""
-    if any(params.get(name) is not None and not isinstance(params[name], str) for name in _TEXT_FIELDS):
-        return False
-    folders = params.get("workspaceFolders")
-    if folders is not None and not (isinstance(folders, list) and all(_folder(f) for f in folders)):
-        return False
-    client = params.get("clientInfo")
-    if client is not None and not (isinstance(client, dict) and isinstance(client.get("name"), str)):
-        return False
-    if any(v is not None and not isinstance(v, dict) for k, v in capabilities.items() if k != "experimental"):
-        return False
-    document = capabilities.get("textDocument") or {}
-    if not isinstance(document.get("synchronization") or {}, dict):
-        return False
-    if any(not isinstance(_synchronization(capabilities).get(k), bool | None) for k in _SAVE_FIELDS):
-        return False
-    general = capabilities.get("general") or {}
-    offered = general.get("positionEncodings")
-    return offered is None or (isinstance(offered, list) and all(isinstance(e, str) for e in offered))
-
-
-def _folder(folder: Any) -> bool:
-    return isinstance(folder, dict) and isinstance(folder.get("uri"), str) and isinstance(folder.get("name"), str)
