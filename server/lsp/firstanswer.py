@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from server.lsp.paramshape import conforms
-from server.version import version
 
 TEMPLATE = Path(__file__).with_name("capabilities.json")
 ENCODINGS = ("utf-8", "utf-16", "utf-32")
@@ -49,6 +48,8 @@ def first_answer(params: dict[str, Any]) -> dict[str, Any] | None:
     result["capabilities"] = {"positionEncoding": position_encoding(capabilities), **result["capabilities"]}
     stated = _synchronization(capabilities)
     result["capabilities"]["textDocumentSync"].update({k: False for k in _SAVE_FIELDS if stated.get(k) is not None})
+    from server.version import version  # importlib.metadata: only for an answer never given before
+
     result["serverInfo"] = {**result.get("serverInfo", {}), "version": version()}
     return result
 
