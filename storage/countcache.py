@@ -32,7 +32,7 @@ PRINT = 4096
 
 def cache_file() -> Path | None:
     folder = cache_dir()
-    return None if folder is None else folder / "message-counts-v2.json"
+    return None if folder is None else folder / "message-counts-v3.json"
 
 
 def _markers(data: bytes) -> int:
@@ -88,11 +88,11 @@ class CountCache:
         entry = self.entries.get(str(path))
         if not (isinstance(entry, list) and len(entry) == 6 and all(isinstance(v, int) for v in entry)):
             return 0, 0
-        ino, counted, upto, size, mtime_ns, print_ = entry
+        ino, counted, upto, size, changed_ns, print_ = entry
         if ino != st.st_ino or upto > st.st_size or size > st.st_size:
             return 0, 0
-        if size == st.st_size and mtime_ns != st.st_mtime_ns:
-            return 0, 0  # rewritten in place at the same size
+        if size == st.st_size and changed_ns != st.st_ctime_ns:
+            return 0, 0  # rewritten in place at the same size (its change time moves even with the mtime put back)
         if fingerprint(path, upto, data) != print_:
             return 0, 0  # rewritten in place (and perhaps grown)
         return counted, upto
@@ -113,7 +113,7 @@ class CountCache:
         """User and assistant rows in `path`, plus an unterminated last line's."""
         counted, upto = self._reusable(path, st, data)
         entry = self.entries.get(str(path))
-        if upto < st.st_size or not isinstance(entry, list) or entry[3:5] != [st.st_size, st.st_mtime_ns]:
+        if upto < st.st_size or not isinstance(entry, list) or entry[3:5] != [st.st_size, st.st_ctime_ns]:
             more, upto = count_range(path, upto, data)
             counted += more
             self.entries[str(path)] = [
@@ -121,7 +121,7 @@ class CountCache:
                 counted,
                 upto,
                 st.st_size,
-                st.st_mtime_ns,
+                st.st_ctime_ns,
                 fingerprint(path, upto, data),
             ]
             self.dirty = True

@@ -30,8 +30,8 @@ class FolderStamp(NamedTuple):
     digest: str
     settled: bool
     """Every entry's mtime was older than `RACY_NS` when the stamp was taken."""
-    files: dict[str, tuple[int, int, int, int]]
-    """Regular files by path: (device, inode, size, mtime_ns)."""
+    files: dict[str, tuple[int, int, int, int, int]]
+    """Regular files by path: (device, inode, size, mtime_ns, ctime_ns)."""
 
 
 def settled(st: os.stat_result) -> bool:
@@ -42,7 +42,7 @@ def settled(st: os.stat_result) -> bool:
 def stamp_folder(root: Path) -> FolderStamp | None:
     """The folder's stamp; None when it cannot be read whole (missing, unreadable entries, too many)."""
     h = hashlib.blake2b(digest_size=20)
-    files: dict[str, tuple[int, int, int, int]] = {}
+    files: dict[str, tuple[int, int, int, int, int]] = {}
     oldest_allowed = time.time_ns() - RACY_NS
     settled = True
     todo = [str(root)]
@@ -79,7 +79,7 @@ def stamp_folder(root: Path) -> FolderStamp | None:
             if stat.S_ISDIR(mode):
                 todo.append(e.path)
             elif stat.S_ISREG(mode):
-                files[e.path] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+                files[e.path] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     if top.st_mtime_ns > oldest_allowed:
         settled = False
     return FolderStamp(h.hexdigest(), settled, files)

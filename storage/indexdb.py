@@ -32,7 +32,7 @@ import orjson
 from storage.cache import cache_dir, private_dir, private_file
 from storage.folderstamp import settled
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000
@@ -46,11 +46,11 @@ DAMAGE = (sqlite3.DatabaseError, orjson.JSONDecodeError, ValueError, TypeError, 
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files(
-    path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,
+    path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER,
     head_len INTEGER, head BLOB, offset INTEGER, count INTEGER, info BLOB);
 CREATE TABLE IF NOT EXISTS sessions(key TEXT PRIMARY KEY, members BLOB, report BLOB);
 CREATE TABLE IF NOT EXISTS rowsets(
-    path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER,
+    path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER,
     head_len INTEGER, head BLOB, state BLOB, rows BLOB);
 CREATE TABLE IF NOT EXISTS usages(path TEXT PRIMARY KEY, stamp BLOB, usage BLOB);
 CREATE TABLE IF NOT EXISTS uuid_files(id INTEGER PRIMARY KEY, path TEXT UNIQUE);
@@ -68,6 +68,8 @@ class Identity:
     ino: int
     size: int
     mtime_ns: int
+    ctime_ns: int
+    """The inode's change time: a rewrite whose mtime was put back (`touch -r`, `cp -p`) still changes it."""
     head_len: int
     head: bytes
 
@@ -76,7 +78,7 @@ class Identity:
         st = st or os.stat(path)
         head_len = min(st.st_size, HEAD_BYTES)
         mtime = st.st_mtime_ns if settled(st) else -1
-        return cls(st.st_dev, st.st_ino, st.st_size, mtime, head_len, head_digest(path, head_len))
+        return cls(st.st_dev, st.st_ino, st.st_size, mtime, st.st_ctime_ns, head_len, head_digest(path, head_len))
 
 
 class _Fills:
@@ -120,7 +122,7 @@ def compare(stored: Identity, path: Path, st: os.stat_result) -> str:
     """SAME, APPENDED (same inode and head, longer) or REWRITTEN, for a file as stored and as it is now."""
     if (st.st_dev, st.st_ino) != (stored.dev, stored.ino) or st.st_size < stored.size:
         return REWRITTEN
-    if st.st_size == stored.size and st.st_mtime_ns == stored.mtime_ns:
+    if st.st_size == stored.size and (st.st_mtime_ns, st.st_ctime_ns) == (stored.mtime_ns, stored.ctime_ns):
         return SAME
     try:
         if head_digest(path, stored.head_len) != stored.head:
@@ -236,16 +238,16 @@ class IndexDB:
     @_locked
     def files(self, paths: Iterable[str] | None = None) -> dict[str, FileRecord]:
         rows = self.conn.execute(
-            "SELECT path, dev, ino, size, mtime_ns, head_len, head, offset, count, info FROM files"
+            "SELECT path, dev, ino, size, mtime_ns, ctime_ns, head_len, head, offset, count, info FROM files"
         ).fetchall()
         wanted = set(paths) if paths is not None else None
         out = {}
-        for path, dev, ino, size, mtime_ns, head_len, head, offset, count, info in rows:
+        for path, dev, ino, size, mtime_ns, ctime_ns, head_len, head, offset, count, info in rows:
             if wanted is not None and path not in wanted:
                 continue
             out[path] = FileRecord(
                 path,
-                Identity(dev, ino, size, mtime_ns, head_len, head),
+                Identity(dev, ino, size, mtime_ns, ctime_ns, head_len, head),
                 offset,
                 count,
                 orjson.loads(info) if info is not None else None,
@@ -255,7 +257,7 @@ class IndexDB:
     @_locked
     def put_files(self, records: Iterable[FileRecord]) -> None:
         self._write(
-            "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (
                     r.path,
@@ -263,6 +265,7 @@ class IndexDB:
                     r.identity.ino,
                     r.identity.size,
                     r.identity.mtime_ns,
+                    r.identity.ctime_ns,
                     r.identity.head_len,
                     r.identity.head,
                     r.offset,
@@ -385,14 +388,14 @@ class IndexDB:
     def rowset(self, path: str) -> tuple[Identity, bytes] | None:
         """(identity, read state) of a file's stored state; its rows come separately (`rowset_rows`)."""
         found = self.conn.execute(
-            "SELECT dev, ino, size, mtime_ns, head_len, head, state FROM rowsets WHERE path = ?", (path,)
+            "SELECT dev, ino, size, mtime_ns, ctime_ns, head_len, head, state FROM rowsets WHERE path = ?", (path,)
         ).fetchone()
-        return None if found is None else (Identity(*found[:6]), found[6])
+        return None if found is None else (Identity(*found[:7]), found[7])
 
     @_locked
     def rowset_identities(self) -> dict[str, Identity]:
         """path -> identity of every stored file state (one query, for deciding which files to read)."""
-        rows = self.conn.execute("SELECT path, dev, ino, size, mtime_ns, head_len, head FROM rowsets")
+        rows = self.conn.execute("SELECT path, dev, ino, size, mtime_ns, ctime_ns, head_len, head FROM rowsets")
         return {path: Identity(*rest) for path, *rest in rows}
 
     @_locked
@@ -404,8 +407,11 @@ class IndexDB:
     @_locked
     def put_rowsets(self, items: Iterable[tuple[str, Identity, bytes, bytes]]) -> None:
         self._write(
-            "INSERT OR REPLACE INTO rowsets VALUES (?,?,?,?,?,?,?,?,?)",
-            [(p, i.dev, i.ino, i.size, i.mtime_ns, i.head_len, i.head, state, rows) for p, i, state, rows in items],
+            "INSERT OR REPLACE INTO rowsets VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [
+                (p, i.dev, i.ino, i.size, i.mtime_ns, i.ctime_ns, i.head_len, i.head, state, rows)
+                for p, i, state, rows in items
+            ],
         )
 
     @_locked

@@ -46,7 +46,7 @@ from storage.paths import (
 from storage.snippet import cut_snippet, word_pattern
 
 DB_NAME = "search.sqlite3"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MAX_DOC = 20_000
 """Characters of one document kept for search (a huge tool result is cut)."""
 RANK_WINDOW = 2000
@@ -54,7 +54,8 @@ RANK_WINDOW = 2000
 
 _SCHEMA = """
 CREATE TABLE files (
-    path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, head_len INTEGER, head BLOB,
+    path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER,
+    head_len INTEGER, head BLOB,
     offset INTEGER NOT NULL, line INTEGER NOT NULL
 );
 CREATE TABLE spans (path TEXT NOT NULL, first INTEGER NOT NULL, last INTEGER NOT NULL);
@@ -179,7 +180,9 @@ class SearchIndex:
         projects_dir = real_root(projects_dir)
         stored = {
             r[0]: r[1:]
-            for r in self.conn.execute("SELECT path, dev, ino, size, mtime_ns, head_len, head, offset, line FROM files")
+            for r in self.conn.execute(
+                "SELECT path, dev, ino, size, mtime_ns, ctime_ns, head_len, head, offset, line FROM files"
+            )
         }
         found: list[tuple[int, Path, str, os.stat_result]] = []
         for folder in iter_project_dirs(projects_dir):
@@ -212,7 +215,8 @@ class SearchIndex:
             if session_id is None:
                 continue
             row = self.conn.execute(
-                "SELECT dev, ino, size, mtime_ns, head_len, head, offset, line FROM files WHERE path = ?", (str(path),)
+                "SELECT dev, ino, size, mtime_ns, ctime_ns, head_len, head, offset, line FROM files WHERE path = ?",
+                (str(path),),
             ).fetchone()
             try:
                 st = os.stat(path)
@@ -237,11 +241,11 @@ class SearchIndex:
     def _update_file(self, path: Path, session_id: str, st: os.stat_result, row: tuple[Any, ...] | None) -> int:
         offset, line = 0, 0
         if row is not None:
-            how = compare(Identity(*row[:6]), path, st)
-            if how == SAME and row[6] == st.st_size:
+            how = compare(Identity(*row[:7]), path, st)
+            if how == SAME and row[7] == st.st_size:
                 return 0
             if how in (SAME, APPENDED):
-                offset, line = row[6], row[7]
+                offset, line = row[7], row[8]
             else:
                 self._drop_docs(str(path))
         try:
@@ -250,9 +254,9 @@ class SearchIndex:
             return 0
         i = Identity.of(path, st)
         self.conn.execute(
-            "INSERT OR REPLACE INTO files (path, dev, ino, size, mtime_ns, head_len, head, offset, line) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (str(path), i.dev, i.ino, i.size, i.mtime_ns, i.head_len, i.head, offset, line),
+            "INSERT OR REPLACE INTO files (path, dev, ino, size, mtime_ns, ctime_ns, head_len, head, offset, line) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (str(path), i.dev, i.ino, i.size, i.mtime_ns, i.ctime_ns, i.head_len, i.head, offset, line),
         )
         return 1
 

@@ -1,7 +1,7 @@
 """Each listed session's usage total kept in the index database: an unchanged session costs a `stat` per file.
 
 A total is stored with the stamp of every file it was summed from (the session file, then its subagent and
-legacy agent files in listing order: path, device, inode, size, mtime, file type) and the price table's
+legacy agent files in listing order: path, device, inode, size, mtime, ctime, file type) and the price table's
 date. It is used again only when every file still has its stamp; any difference (an append, a rewrite, a
 subagent added or gone, a new price table) sums the session again through `storage.usagecache.UsageCache`,
 which reads only appended bytes, and a total is never stored while one of its files was modified too
@@ -38,7 +38,7 @@ def session_stamp(info: SessionInfo) -> tuple[Stamp, bool]:
         except OSError:
             out.append([p])
             continue
-        out.append([p, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, stat.S_IFMT(st.st_mode)])
+        out.append([p, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, stat.S_IFMT(st.st_mode)])
         ok = ok and settled(st)
     return out, ok
 

@@ -112,6 +112,27 @@ def test_a_rewritten_file_is_read_again(corpus_projects: Path, cache: Path) -> N
     assert chain(corpus_projects, path) == first
 
 
+def test_a_rewrite_with_its_mtime_put_back_is_read_again(corpus_projects: Path, cache: Path) -> None:
+    """Same size, same mtime (put back as `touch -r` or `cp -p` leave it), another link: the leaf's parent becomes
+    its grandparent. Only the change time shows it."""
+    path = biggest(corpus_projects)
+    age(path)
+    first = chain(corpus_projects, path)
+    before = os.stat(path)
+    lines = path.read_bytes().split(b"\n")
+    rows = {json.loads(line)["uuid"]: (n, json.loads(line)) for n, line in enumerate(lines) if b'"uuid"' in line}
+    n, leaf = rows[first["leafUuid"]]
+    parent = rows[leaf["parentUuid"]][1]
+    assert len(parent["uuid"]) == len(parent["parentUuid"])
+    lines[n] = lines[n].replace(parent["uuid"].encode(), parent["parentUuid"].encode())
+    path.write_bytes(b"\n".join(lines))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (os.stat(path).st_size, os.stat(path).st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    again = chain(corpus_projects, path)
+    assert again == chain(corpus_projects, path, no_cache=True)
+    assert again != first
+
+
 def test_a_file_written_just_now_is_not_stored(corpus_projects: Path, cache: Path) -> None:
     path = biggest(corpus_projects)
     os.utime(path)

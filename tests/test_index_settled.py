@@ -1,6 +1,7 @@
-"""A file whose size and mtime are unchanged is taken as unchanged without reading its head, when it was read long
-after its last change (as the index database takes it); a file read soon after a change is still fingerprinted,
-since a same-size rewrite may keep the same mtime tick."""
+"""A file whose size, mtime and change time are unchanged is taken as unchanged without reading its head, when it
+was read long after its last change (as the index database takes it); a file read soon after a change is still
+fingerprinted, since a same-size rewrite may keep the same mtime tick; a rewrite whose mtime was put back is read
+again (its change time moved)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,23 @@ def first_uuid(idx: ProjectIndex, path: Path) -> str | None:
     return next(r.uuid for r in idx.files[path].transcript.rows if r.uuid)
 
 
+def watch_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths whose bytes the index reads from now on: its rewrite check, a database's head digest, a parse."""
+    import server.index.filestate as filestate
+    import storage.indexdb as indexdb
+
+    seen: list[str] = []
+    for module, name in ((filestate, "fingerprint"), (filestate, "read_transcript"), (indexdb, "head_digest")):
+        real = getattr(module, name)
+
+        def spy(p: Path, *args: object, _real: object = real) -> object:
+            seen.append(str(p))
+            return _real(p, *args)  # type: ignore[operator]
+
+        monkeypatch.setattr(module, name, spy)
+    return seen
+
+
 @pytest.mark.parametrize("persist", [False, True])
 def test_a_settled_file_is_not_read_again_when_its_stat_is_unchanged(
     path: Path, persist: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -47,16 +65,36 @@ def test_a_settled_file_is_not_read_again_when_its_stat_is_unchanged(
     os.utime(path, (hour_ago, hour_ago))
     idx = ProjectIndex(path.parent.parent, persist=persist)
     idx.scan()
-    before = first_uuid(idx, path)
-    rewrite_head_keeping_size_and_mtime(path)
+    reads = watch_reads(monkeypatch)
     idx.update_file(path)
-    assert first_uuid(idx, path) == before  # proof that nothing was read: the head did change
-    assert not before.startswith("00000000")  # type: ignore[union-attr]
+    assert reads == []
     if persist:  # restarted from the database: the same
         idx.close()
         again = ProjectIndex(path.parent.parent)
         again.scan()
-        assert first_uuid(again, path) == before
+        assert str(path) not in reads
+
+
+@pytest.mark.parametrize("persist", [False, True])
+def test_a_rewrite_with_its_mtime_put_back_is_read_again(
+    path: Path, persist: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same size, the mtime put back (`touch -r`, `cp -p`): the change time still moved."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    hour_ago = time.time() - 3600
+    os.utime(path, (hour_ago, hour_ago))
+    idx = ProjectIndex(path.parent.parent, persist=persist)
+    idx.scan()
+    assert not first_uuid(idx, path).startswith("00000000")  # type: ignore[union-attr]
+    if persist:
+        idx.close()
+    rewrite_head_keeping_size_and_mtime(path)
+    if persist:  # restarted from the database
+        idx = ProjectIndex(path.parent.parent)
+        idx.scan()
+    else:
+        idx.update_file(path)
+    assert first_uuid(idx, path).startswith("00000000")  # type: ignore[union-attr]
 
 
 def test_a_file_read_soon_after_a_change_is_fingerprinted(path: Path) -> None:

@@ -3,6 +3,7 @@ re-read only files whose identity changed, rebuild a damaged or old-schema datab
 
 from __future__ import annotations
 
+import builtins
 import os
 import shutil
 import sqlite3
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -18,7 +20,6 @@ import pytest
 from server.index import ProjectIndex
 from server.index.parallel import check_folder
 from server.index.persisted import check_folder_indexed
-from storage.countcache import PRINT
 from storage.indexdb import DB_NAME, SCHEMA_VERSION, IndexDB
 from storage.indexedlist import list_sessions_indexed
 from storage.sessions import list_sessions
@@ -114,16 +115,37 @@ def test_list_and_check_match_a_fresh_read_cold_and_warm(projects: Path, cache: 
         assert conn.execute("SELECT count(*) FROM uuids").fetchone()[0] > 100
 
 
-def test_an_unchanged_identity_is_not_read_again(projects: Path, cache: Path) -> None:
-    """A same-size rewrite that keeps the mtime is taken from the database: proof that the file was not read."""
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every path this process opens from now on (`os.open` and `open`; SQLite opens its files in C)."""
+    seen: list[str] = []
+    real_os_open, real_open = os.open, builtins.open
+
+    def os_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        seen.append(str(path))
+        return real_os_open(path, *args, **kwargs)
+
+    def io_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(builtins, "open", io_open)
+    return seen
+
+
+def test_an_unchanged_identity_is_not_read_again(projects: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file whose stored identity holds (settled, same size, mtime and change time) is taken from the database
+    without being opened; a same-size rewrite whose mtime was put back (`touch -r`, `cp -p`) is read again."""
     before_list, before_check = indexed_listing(projects), indexed_checked(projects)
     path = projects / SHOP / f"{AGENT}.jsonl"
-    data = path.read_bytes()
-    path.write_bytes(b"x" * (len(data) - 1) + b"\n")
-    os.utime(path, (HOUR_AGO, HOUR_AGO))
+    seen = opened(monkeypatch)
     assert indexed_listing(projects) == before_list
     assert indexed_checked(projects) == before_check
-    os.utime(path, (HOUR_AGO + 60, HOUR_AGO + 60))  # the mtime moved: read again, in full (the head changed)
+    assert str(path) not in seen and seen.count(str(projects / SHOP / f"{PAR}.jsonl")) == 0
+    monkeypatch.undo()
+    data = path.read_bytes()
+    path.write_bytes(b"x" * (len(data) - 1) + b"\n")
+    os.utime(path, (HOUR_AGO, HOUR_AGO))  # the mtime put back: the change time still moved
     assert indexed_listing(projects) == listing(projects)
     after = indexed_checked(projects)
     assert after == checked(projects) and after != before_check
@@ -259,19 +281,17 @@ def diagnostics_of(idx: ProjectIndex) -> list[dict]:
     return [d.to_json() for d in idx.all_diagnostics()]
 
 
-def test_the_server_index_restarts_from_the_database(projects: Path, cache: Path) -> None:
+def test_the_server_index_restarts_from_the_database(
+    projects: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first = index_of(projects)
     expected, expected_diags = snapshot(first), diagnostics_of(first)
     first.close()
-    path = projects / SHOP / f"{AGENT}.jsonl"  # same size and mtime, other bytes: only a stored state explains the rows
-    data = path.read_bytes()  # the middle is overwritten; the head and the bytes before the end (fingerprinted) stay
-    keep = PRINT + 1
-    path.write_bytes(data[:keep] + b"x" * (len(data) - 2 * keep) + data[-keep:])
-    os.utime(path, (HOUR_AGO, HOUR_AGO))
+    seen = opened(monkeypatch)
     second = index_of(projects)
     assert snapshot(second) == expected
     assert diagnostics_of(second) == expected_diags
-    assert snapshot(index_of(projects, persist=False)) != expected
+    assert [p for p in seen if p.endswith(".jsonl")] == []  # every state restored, no transcript opened
 
 
 def test_the_server_index_reads_appends_from_the_stored_offset_and_rewrites_in_full(

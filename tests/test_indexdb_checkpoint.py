@@ -17,7 +17,7 @@ FILES = 4
 
 
 def _states() -> list[tuple[str, Identity, bytes, bytes]]:
-    return [(f"/p/{n}.jsonl", Identity(1, n, BLOB, 5, 0, b""), b"state", bytes([n]) * BLOB) for n in range(FILES)]
+    return [(f"/p/{n}.jsonl", Identity(1, n, BLOB, 5, 5, 0, b""), b"state", bytes([n]) * BLOB) for n in range(FILES)]
 
 
 def test_the_batch_stays_in_the_log_until_another_commit_checkpoints(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ def test_list_corpus(corpus_projects: Path) -> None:
 def test_counts_follow_appends_truncation_and_replacement(corpus_projects: Path, tmp_path: Path) -> None:
     path = corpus_projects / "-Users-me-shop/11111111-1111-4111-8111-111111111111.jsonl"
     first = list_sessions(corpus_projects)
-    assert (tmp_path / "cache/session-lsp/message-counts-v2.json").exists()
+    assert (tmp_path / "cache/session-lsp/message-counts-v3.json").exists()
     before = next(s for s in first if s.path == path).message_count
     row = b'{"parentUuid":null,"type":"user","uuid":"x1","message":{"role":"user","content":"more"}}\n'
     with open(path, "ab") as fh:

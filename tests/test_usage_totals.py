@@ -74,20 +74,22 @@ def assistant_row(path: Path, message_id: str, output_tokens: int) -> bytes:
 
 
 def test_an_unchanged_session_is_not_summed_again(projects: Path, cache: Path) -> None:
-    """Proof that nothing is read: a same-size, same-mtime edit of a subagent's tokens is not seen, and the
-    responses cache of earlier runs is not even loaded (removed, it is not written again)."""
+    """Proof that nothing is read: the responses cache of earlier runs is not even loaded (removed, it is not
+    written again). A same-size edit of a subagent's tokens with its mtime put back is summed again (its change
+    time moved)."""
     first = list_json(projects)
     assert first == fresh_usage(projects)
     assert first[PARENT]["outputTokens"] > 0 and len(usage_caches(cache)) == 1
     usage_caches(cache)[0].unlink()
+    assert list_json(projects) == first
+    assert usage_caches(cache) == []
     sub = projects / SUBAGENT
     data = sub.read_bytes()
     edited = data.replace(b'"output_tokens":', b'"output_tokens":9', 1)
     sub.write_bytes(edited[: len(data) - 1] + b"\n")  # same inode, same size
     os.utime(sub, (HOUR_AGO, HOUR_AGO))
-    assert fresh_usage(projects) != first
-    assert list_json(projects) == first
-    assert usage_caches(cache) == []
+    again = list_json(projects)
+    assert again == fresh_usage(projects) and again != first
 
 
 def test_a_changed_subagent_file_sums_its_session_again(projects: Path, cache: Path) -> None:

@@ -42,6 +42,8 @@ class FileState:
     device: int = 0
     size: int = 0
     mtime_ns: int = 0
+    ctime_ns: int = 0
+    """The inode's change time when read: a rewrite whose mtime was put back still changes it."""
     mtime_settled: bool = False
     """`mtime_ns` was older than `storage.folderstamp.RACY_NS` when the file was read: any later change shows in it."""
     print_: int = 0
@@ -97,7 +99,7 @@ class FileState:
         modification time, or the head or the bytes before the read offset changed."""
         if st.st_ino != self.inode or st.st_dev != self.device or st.st_size < self.read.offset:
             return True
-        if st.st_size == self.size and st.st_mtime_ns != self.mtime_ns:
+        if st.st_size == self.size and (st.st_mtime_ns, st.st_ctime_ns) != (self.mtime_ns, self.ctime_ns):
             return True
         if st.st_size == self.size and self.mtime_settled:
             return False  # same size and mtime, read long after its last change: as the database trusts it
@@ -115,7 +117,7 @@ class FileState:
             how = RELOADED
         elif st.st_size == self.read.offset and self.inode:
             return UNCHANGED
-        self.inode, self.device, self.mtime_ns = st.st_ino, st.st_dev, st.st_mtime_ns
+        self.inode, self.device, self.mtime_ns, self.ctime_ns = st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns
         self._drop_provisional()
         del self.line_offsets[self.read.line :]
         result = read_transcript(self.path, self.read, self.line_offsets)
@@ -130,7 +132,7 @@ class FileState:
         with contextlib.suppress(OSError):
             after = os.stat(self.path)
             if after.st_size == self.read.offset and after.st_ino == st.st_ino:
-                self.size, self.mtime_ns = after.st_size, after.st_mtime_ns
+                self.size, self.mtime_ns, self.ctime_ns = after.st_size, after.st_mtime_ns, after.st_ctime_ns
         self.mtime_settled = time.time_ns() - self.mtime_ns > RACY_NS
         try:
             self.print_ = fingerprint(self.path, self.read.offset)

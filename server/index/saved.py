@@ -46,6 +46,7 @@ class SavedHead(msgspec.Struct, array_like=True, gc=False):
     """Lines read leniently (`lenient-json` hints)."""
     mtime_settled: bool = False
     """`FileState.mtime_settled`: the file was read long after its last change."""
+    ctime_ns: int = -1
 
 
 class SavedRows(msgspec.Struct, array_like=True, gc=False):
@@ -73,6 +74,7 @@ def dump_file(state: FileState) -> tuple[bytes, bytes]:
         state.print_,
         list(state.notes),
         state.mtime_settled,
+        state.ctime_ns,
     )
     return _encode(head), _encode(SavedRows(state.provisional is not None, t.problems, t.rows))
 
@@ -185,7 +187,7 @@ def load_file(
     state.line_offsets = offsets
     state.torn = saved.torn
     state.mtime_ns, state.print_, state.notes = saved.mtime_ns, saved.print_, list(saved.notes)
-    state.mtime_settled = saved.mtime_settled
+    state.mtime_settled, state.ctime_ns = saved.mtime_settled, saved.ctime_ns
     state.unload(loader)
     return state
 
@@ -267,7 +269,7 @@ def stamps(members: Iterable[Path], legacy: list[str]) -> list[Any] | None:
             return None
         if not settled(st):
             return None
-        out.append([str(p), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns])
+        out.append([str(p), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns])
     return [out, legacy]
 
 

@@ -351,7 +351,7 @@ class SessionServer(LanguageServer):
         if index is None:
             return False
         with index.lock:
-            held = {str(p): (s.device, s.inode, s.size, s.mtime_ns) for p, s in index.files.items()}
+            held = {str(p): (s.device, s.inode, s.size, s.mtime_ns, s.ctime_ns) for p, s in index.files.items()}
             found = {str(p) for p in index.discover()}
         return held.keys() == found and all(stamp.files.get(p) == ident for p, ident in held.items())
 
