@@ -1,10 +1,12 @@
 """Responses of each file kept between runs, so usage reads only what was appended since last time.
 
 Like the message counts (`storage/countcache.py`): each file's entry holds its inode, the byte offset read
-to (always the end of a whole line) and its responses so far. A file that grew on the same
-inode is read from there; one that shrank or was replaced is read again; an unfinished last line is
-read every time and never stored. The cache is `usage-<prices date>-v2.json` beside the counts, so a new
-price table starts afresh; `SESSION_LSP_NO_CACHE=1` turns it off. A missing or damaged cache is rebuilt.
+to (always the end of a whole line), its responses so far, and the file's size, change time and fingerprint
+(head and the bytes before the offset) when it was read. A file that grew on the same inode with the same
+fingerprint is read from there; one that shrank, was replaced, or was rewritten in place (another fingerprint,
+or the same size with another change time) is read again; an unfinished last line is read every time and never
+stored. The cache is `usage-<prices date>-v3.json` beside the counts, so a new price table starts afresh;
+`SESSION_LSP_NO_CACHE=1` turns it off. A missing or damaged cache is rebuilt.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from storage.cache import cache_dir, load_json_dict, save_json
+from storage.countcache import fingerprint
 from storage.prices import PRICES_DATE
 from storage.usage import ASSISTANT_MARKER, Response, assistant_lines, merge_response, responses_of_lines
 
@@ -33,7 +36,7 @@ _FIELDS = (
 
 def usage_cache_file() -> Path | None:
     folder = cache_dir()
-    return None if folder is None else folder / f"usage-{PRICES_DATE}-v2.json"
+    return None if folder is None else folder / f"usage-{PRICES_DATE}-v3.json"
 
 
 def _packed(r: Response) -> list[Any]:
@@ -61,9 +64,11 @@ class UsageCache:
     ) -> tuple[int, list[Response]]:
         entry = self.entries.get(str(path))
         try:
-            ino, offset, packed = entry  # type: ignore[misc]  # None or a bad entry raises TypeError/ValueError, caught below
+            ino, offset, packed, size, changed_ns, print_ = entry  # type: ignore[misc]  # None or a bad entry raises TypeError/ValueError, caught below
             if ino != st.st_ino or not (isinstance(offset, int) and 0 <= offset <= st.st_size):
                 raise ValueError
+            if (size == st.st_size and changed_ns != st.st_ctime_ns) or fingerprint(path, offset) != print_:
+                raise ValueError  # rewritten in place
             parent, sid = path.parent, session_id or path.stem
             return offset, [_unpacked(p, path, parent, sid, agent_id) for p in packed]
         except (TypeError, ValueError):
@@ -78,7 +83,8 @@ class UsageCache:
         for r in responses_of_lines(new_lines, path, session_id, agent_id):
             merge_response(found, r)
         if end != offset or str(path) not in self.entries:
-            self.entries[str(path)] = [st.st_ino, end, [_packed(r) for r in found.values()]]
+            packed = [_packed(r) for r in found.values()]
+            self.entries[str(path)] = [st.st_ino, end, packed, st.st_size, st.st_ctime_ns, fingerprint(path, end)]
             self.dirty = True
         if ASSISTANT_MARKER in tail:
             for r in responses_of_lines([(end, tail)], path, session_id, agent_id):

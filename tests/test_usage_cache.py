@@ -7,8 +7,10 @@ import shutil
 from pathlib import Path
 
 import orjson
+import pytest
 from conftest import CORPUS
 
+import storage.usagecache as usagecache
 from storage.usage import file_responses, total
 from storage.usagecache import UsageCache, usage_cache_file
 
@@ -36,22 +38,27 @@ def _figures(path: Path) -> tuple[int, int, int]:
     return u.input_tokens, u.output_tokens, u.responses
 
 
-def test_appends_are_read_from_where_the_last_run_stopped(tmp_path: Path) -> None:
+def test_appends_are_read_from_where_the_last_run_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _copy(tmp_path)
     assert usage_cache_file() is not None and not usage_cache_file().exists()  # type: ignore[union-attr]
     assert _figures(path) == (600, 120, 6)
     entry = orjson.loads(usage_cache_file().read_bytes())[str(path)]  # type: ignore[union-attr]
     assert entry[0] == path.stat().st_ino and entry[1] == path.stat().st_size and len(entry[2]) == 6
 
-    # Proof that old bytes are not read again: an in-place edit of an old row (same size) is not seen.
+    # An in-place edit of an old row at the same size is seen: the file's change time moved.
     data = path.read_bytes()
     path.write_bytes(data.replace(b'"output_tokens":20,', b'"output_tokens":21,', 1))
-    assert _figures(path) == (600, 120, 6)
+    assert _figures(path) == (600, 121, 6)
 
+    starts: list[int] = []  # proof that old bytes are not read again: where each read starts
+    real = usagecache.assistant_lines
+    monkeypatch.setattr(usagecache, "assistant_lines", lambda p, start: starts.append(start) or real(p, start))
+    size = path.stat().st_size
     with open(path, "ab") as fh:  # a new response, then a later row of it with more output tokens
         fh.write(_assistant_row(path, "msg_new1", 30) + b"\n" + _assistant_row(path, "msg_new1", 45) + b"\n")
-    assert _figures(path) == (700, 165, 7)
-    assert total(file_responses(path)).output_tokens == 166  # the uncached read sees the in-place edit too
+    assert _figures(path) == (700, 166, 7)
+    assert starts == [size]
+    assert total(file_responses(path)).output_tokens == 166  # as a read without the cache gives it
 
 
 def test_unfinished_last_line_is_counted_but_not_stored(tmp_path: Path) -> None:
