@@ -60,12 +60,12 @@ SIDECAR_BYTES = 64 * 1024
 """A sidecar file (a subagent's `.meta.json`) larger than this is not read."""
 
 
-def read_sidecar(path: Path | str, limit: int = SIDECAR_BYTES) -> bytes | None:
-    """The bytes of a small file kept beside a transcript, or None when it is not a regular file of at most
-    `limit` bytes in its own right: a symlink (which may lead out of the projects folder) is not followed, and
-    a FIFO or device is never read (opening never blocks)."""
+def read_small(path: Path | str, limit: int, *, follow_links: bool = False) -> bytes | None:
+    """The bytes of a regular file of at most `limit` bytes, or None for anything else: a FIFO or device is never
+    read (opening never blocks), and a symlink is followed only with `follow_links`."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_links else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, flags)
     except OSError:
         return None
     try:
@@ -78,3 +78,9 @@ def read_sidecar(path: Path | str, limit: int = SIDECAR_BYTES) -> bytes | None:
     finally:
         os.close(fd)
     return data if len(data) <= limit else None
+
+
+def read_sidecar(path: Path | str, limit: int = SIDECAR_BYTES) -> bytes | None:
+    """The bytes of a small file kept beside a transcript (`read_small`), never through a symlink, which may lead
+    out of the projects folder."""
+    return read_small(path, limit)

@@ -10,7 +10,6 @@ the session's metadata at close so it stays in the file's last 64 KiB. No networ
 from __future__ import annotations
 
 import os
-import stat
 import threading
 import uuid as uuidlib
 from collections.abc import Iterable
@@ -22,6 +21,7 @@ from storage.access import new_session_path, resolve_target
 from storage.admission import Admission, admit
 from storage.chain import build_chain
 from storage.errors import InUse, InvalidArgument
+from storage.fileopen import read_small
 from storage.jsonline import dump_line
 from storage.livesession import config_dir_of
 from storage.paths import AGENT_ID_RE, project_folder_name, resolve_cwd
@@ -84,20 +84,9 @@ def git_branch_of(cwd: str) -> str:
 
 
 def _small_text(path: Path, limit: int = 4096) -> str | None:
-    """The stripped text of a regular file of at most `limit` bytes; None for anything else."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, limit + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return None if len(data) > limit else data.decode("utf-8", "replace").strip()
+    """The stripped text of a regular file of at most `limit` bytes (`read_small`); None for anything else."""
+    data = read_small(path, limit, follow_links=True)
+    return None if data is None else data.decode("utf-8", "replace").strip()
 
 
 def _prompt_text(content: Any) -> str | None:
