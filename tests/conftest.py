@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,17 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 CORPUS = TESTS / "corpus" / "claude-code-2.1.328"
+AN_HOUR = 3600
+
+
+def age(where: Path, seconds: int = AN_HOUR) -> None:
+    """A file, or a folder and every entry below it, last modified `seconds` ago (settled: nobody wrote to it
+    lately). Links are aged themselves, not followed."""
+    when = time.time() - seconds
+    for p in [where, *where.rglob("*")] if where.is_dir() else [where]:
+        os.utime(p, (when, when), follow_symlinks=False)
+
+
 sys.path.insert(0, str(TESTS))
 
 from scripted_api import SCRIPTED_KEY, SCRIPTED_MODEL, ScriptedModelServer  # noqa: E402

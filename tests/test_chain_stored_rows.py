@@ -10,16 +10,15 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import AN_HOUR, age
 
 from server.index.saved import _decode_rows, _encode
 
 ROOT = Path(__file__).resolve().parents[1]
-AN_HOUR = 3600
 
 
 @pytest.fixture
@@ -27,11 +26,6 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("SESSION_LSP_NO_CACHE", raising=False)
     return tmp_path / "cache" / "session-lsp"
-
-
-def age(path: Path, seconds: int = AN_HOUR) -> None:
-    when = time.time() - seconds
-    os.utime(path, (when, when))
 
 
 def chain(projects: Path, path: Path, *, no_cache: bool = False) -> dict[str, Any]:

@@ -8,15 +8,14 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import age
 
 ROOT = Path(__file__).resolve().parents[1]
 MARK = {"kept-output-mark": True}
-AN_HOUR = 3600
 
 
 @pytest.fixture
@@ -24,12 +23,6 @@ def kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("SESSION_LSP_NO_CACHE", raising=False)
     return tmp_path / "cache" / "session-lsp" / "answers-v1"
-
-
-def age(folder: Path, seconds: int = AN_HOUR) -> None:
-    when = time.time() - seconds
-    for p in [folder, *folder.rglob("*")]:
-        os.utime(p, (when, when), follow_symlinks=False)
 
 
 def listed(projects: Path, *extra: str) -> list[dict[str, Any]]:

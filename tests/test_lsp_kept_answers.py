@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import age
 from rawlsp import LIVENESS, RawServer
 
 MARK = "kept-answer-mark"
-AN_HOUR = 3600
 
 
 @pytest.fixture
@@ -23,13 +23,6 @@ def answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("SESSION_LSP_NO_CACHE", raising=False)
     return tmp_path / "cache" / "session-lsp" / "answers-v1"
-
-
-def age(folder: Path, seconds: int = AN_HOUR) -> None:
-    """Every entry of the folder last modified `seconds` ago (a folder nobody wrote to lately)."""
-    when = time.time() - seconds
-    for p in [folder, *folder.rglob("*")]:
-        os.utime(p, (when, when), follow_symlinks=False)
 
 
 def launch(projects: Path, ask: list[str], *, before: Any = None) -> tuple[dict[str, Any], RawServer]:
