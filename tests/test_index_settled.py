@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
+from conftest import age
 
 from server.index import ProjectIndex
 
@@ -56,15 +56,20 @@ def watch_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+def settled_index(path: Path, persist: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ProjectIndex:
+    """An index of the folder holding `path`, scanned once `path` was last written an hour ago."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    age(path)
+    idx = ProjectIndex(path.parent.parent, persist=persist)
+    idx.scan()
+    return idx
+
+
 @pytest.mark.parametrize("persist", [False, True])
 def test_a_settled_file_is_not_read_again_when_its_stat_is_unchanged(
     path: Path, persist: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    hour_ago = time.time() - 3600
-    os.utime(path, (hour_ago, hour_ago))
-    idx = ProjectIndex(path.parent.parent, persist=persist)
-    idx.scan()
+    idx = settled_index(path, persist, tmp_path, monkeypatch)
     reads = watch_reads(monkeypatch)
     idx.update_file(path)
     assert reads == []
@@ -80,11 +85,7 @@ def test_a_rewrite_with_its_mtime_put_back_is_read_again(
     path: Path, persist: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Same size, the mtime put back (`touch -r`, `cp -p`): the change time still moved."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    hour_ago = time.time() - 3600
-    os.utime(path, (hour_ago, hour_ago))
-    idx = ProjectIndex(path.parent.parent, persist=persist)
-    idx.scan()
+    idx = settled_index(path, persist, tmp_path, monkeypatch)
     assert not first_uuid(idx, path).startswith("00000000")  # type: ignore[union-attr]
     if persist:
         idx.close()
