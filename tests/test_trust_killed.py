@@ -22,7 +22,7 @@ import pytest
 from rawlsp import LIVENESS, RawServer
 from realcli import OFFLINE_ENV, find_claude
 from scripted_api import SCRIPTED_KEY, ScriptedModelServer
-from turnproc import ROOT, TurnProcess, cli_env, commands_with, new_session, wait_gone
+from turnproc import ROOT, TurnProcess, cli_env, commands_with, live_with, new_session, wait_gone
 
 
 def spawning(marker: str, *, hang: bool) -> str:
@@ -108,22 +108,6 @@ def test_sigkill_of_a_turn_command_ends_a_hung_bash_and_all_it_started(projects:
         turn.kill()
 
 
-def marked(marker: str) -> list[int]:
-    """Pids of live processes whose argv holds `marker`, whatever runs them (the real CLI's own shell too)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in cmdline and state != "Z":
-            pids.append(int(entry))
-    return pids
-
-
 @pytest.mark.realcli
 def test_sigkill_of_a_turn_command_ends_the_real_cli_and_all_it_started(tmp_path: Path, marker: str) -> None:
     """The `claude-cli` provider: the real CLI runs the turn and its own Bash tool; SIGKILL of `session-lsp turn`
@@ -154,22 +138,22 @@ def test_sigkill_of_a_turn_command_ends_the_real_cli_and_all_it_started(tmp_path
         )
         try:
             began = time.monotonic()
-            while len([p for p in marked(marker) if p != turn.pid and b"sleep 600" in _argv(p)]) < 3:
+            while len([p for p in live_with(marker) if p != turn.pid and b"sleep 600" in _argv(p)]) < 3:
                 assert turn.poll() is None, turn.stderr.read() if turn.stderr else b""
-                assert time.monotonic() - began < 60, f"the CLI's Bash never started: {marked(marker)}"
+                assert time.monotonic() - began < 60, f"the CLI's Bash never started: {live_with(marker)}"
                 time.sleep(0.1)
-            alive = len(marked(marker)) - 1  # the turn command's own argv holds the marker too
+            alive = len(live_with(marker)) - 1  # the turn command's own argv holds the marker too
             turn.send_signal(signal.SIGKILL)
             turn.wait()
             deadline = time.monotonic() + LIVENESS
-            while marked(marker) and time.monotonic() < deadline:
+            while live_with(marker) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            left = [_argv(p)[:80] for p in marked(marker)]
+            left = [_argv(p)[:80] for p in live_with(marker)]
             assert not left, f"{len(left)} of {alive} marked processes outlived the SIGKILL: {left}"
             print(f"SIGKILL of `session-lsp turn` (claude-cli): {alive} marked processes alive at the kill, none after")
         finally:
             turn.kill()
-            for pid in marked(marker):
+            for pid in live_with(marker):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:

@@ -127,20 +127,29 @@ class TurnProcess:
             self.proc.wait()
 
 
+def live_with(marker: str) -> list[int]:
+    """Pids of live processes (not zombies, not this one) whose argv holds `marker`, whatever runs them."""
+    return [pid for pid, _ in _live_argv(marker)]
+
+
 def commands_with(marker: str) -> list[int]:
     """Pids of live `bash -c` commands (run by the Bash tool) holding `marker` (a test's hung commands)."""
-    pids = []
+    return [pid for pid, argv in _live_argv(marker) if argv.startswith(b"bash\x00-c\x00")]
+
+
+def _live_argv(marker: str) -> list[tuple[int, bytes]]:
+    found = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
             state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if cmdline.startswith(b"bash\x00-c\x00") and marker.encode() in cmdline and state != "Z":
-            pids.append(int(entry))
-    return pids
+        if marker.encode() in cmdline and state != "Z":
+            found.append((int(entry), cmdline))
+    return found
 
 
 def wait_gone(marker: str, timeout: float) -> float | None:
