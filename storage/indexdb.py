@@ -29,6 +29,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 
+from storage import sqliteopen
 from storage.cache import cache_dir, private_dir, private_file
 from storage.folderstamp import settled
 
@@ -195,9 +196,9 @@ class IndexDB:
     @classmethod
     def open(cls, folder: Path | None = None) -> IndexDB | None:
         """The database in `folder` (default: the cache folder), rebuilt if damaged; None if caching is off
-        or the folder cannot be written."""
+        or the folder cannot be written, and in a forked worker (`storage.sqliteopen`)."""
         folder = folder if folder is not None else cache_dir()
-        if folder is None:
+        if folder is None or sqliteopen.forked_worker():
             return None
         db_path = folder / DB_NAME
         for attempt in (1, 2):
@@ -451,7 +452,7 @@ class IndexDB:
 
 
 def _connect(db_path: Path, busy_ms: int) -> sqlite3.Connection:
-    conn = sqlite3.connect(db_path, timeout=busy_ms / 1000, check_same_thread=False)
+    conn = sqliteopen.connect(str(db_path), timeout=busy_ms / 1000)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from storage import sqliteopen
 from storage.cache import cache_dir, private_dir, private_file
 from storage.fileopen import open_regular
 from storage.indexdb import APPENDED, SAME, Identity, compare
@@ -363,7 +364,7 @@ def _like_prefix(prefix: str) -> str:
 
 
 def _connect(where: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(where, check_same_thread=False, timeout=5)
+    conn = sqliteopen.connect(where, timeout=5)
     if where != ":memory:":
         conn.execute("PRAGMA journal_mode=WAL")
     version = conn.execute("PRAGMA user_version").fetchone()[0]

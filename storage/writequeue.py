@@ -167,14 +167,15 @@ class WriteQueue:
     def _run(self) -> None:
         while True:
             self._wake.wait()
-            if self._closed:
-                return
-            threading.Event().wait(self.interval)  # let rows of one burst join one batch
+            if not self._closed:
+                threading.Event().wait(self.interval)  # let rows of one burst join one batch
             self._wake.clear()
             try:
                 self._flush_pending()
             except Exception:  # noqa: BLE001 - the next explicit flush reports it
                 pass
+            if self._closed:  # checked after the clear: a `close()` during the wait must not leave us waiting
+                return
 
     def _flush_pending(self) -> FlushResult:
         result = FlushResult()

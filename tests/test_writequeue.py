@@ -73,3 +73,20 @@ def test_dump_line_keeps_parent_first_and_raw_utf8() -> None:
     line = dump_line({"type": "user", "parentUuid": None, "t": "é\ud800"})
     assert line.startswith(b'{"parentUuid":null,') and line.endswith(b"\n")
     assert "é\ufffd".encode() in line
+
+
+def test_the_timer_thread_ends_when_the_queue_is_closed(tmp_path: Path) -> None:
+    """A close while the timer waits for a burst to gather (right after a put, as every recorder closes) ends the
+    timer's thread: before, it cleared the close's wake-up and waited for ever (one thread more per agent turn)."""
+    timers = []
+    for i in range(5):
+        q = WriteQueue(interval=0.05)
+        q.put(tmp_path / f"{i}.jsonl", b'{"a":1}\n', "a")
+        timer = q._timer
+        assert timer is not None
+        q.close()
+        timers.append(timer)
+    for timer in timers:
+        timer.join(5)  # a hang detector: the thread ends within one interval
+    assert [t.is_alive() for t in timers] == [False] * 5
+    assert all((tmp_path / f"{i}.jsonl").read_bytes() == b'{"a":1}\n' for i in range(5))

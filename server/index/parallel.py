@@ -19,7 +19,7 @@ WorkResult = tuple[list[Diagnostic], list[Pending], list[tuple[Path, list[str], 
 
 
 def _work(root: Path, paths: list[Path]) -> WorkResult:
-    idx = ProjectIndex(root)
+    idx = ProjectIndex(root, persist=False)  # a forked worker: the database is the forking process's
     idx.scan(paths=paths, discovered=True)
     diags: list[Diagnostic] = []
     pending: list[Pending] = []
