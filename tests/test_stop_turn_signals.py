@@ -1,6 +1,7 @@
 """`session-lsp turn` hung in a tool is stopped by SIGTERM (a process manager, `kill`) and SIGHUP (its terminal
-closed) as by Ctrl-C: the command it started ends, the interruption is recorded as the CLI records Esc during a
-tool call, and the turn exits with status 128 + the signal. Only a liveness bound (LIVENESS seconds)."""
+closed) as by Ctrl-C, and `session-lsp serve` by SIGHUP as by SIGTERM: the command it started ends, the
+interruption is recorded as the CLI records Esc during a tool call, and the process exits with status 128 + the
+signal. Only a liveness bound (LIVENESS seconds)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from rawlsp import LIVENESS
-from test_stopping import assert_interrupted_in_tool, hung
+from rawlsp import LIVENESS, RawServer
+from test_stopping import assert_interrupted_in_tool, hung, start_hung_turn
 from turnproc import TurnProcess, commands_with, new_session, wait_gone
 
 
@@ -38,3 +39,21 @@ def test_a_signal_ends_a_turn_command_hung_in_a_tool(
         assert_interrupted_in_tool(path)
     finally:
         turn.kill()
+
+
+def test_sighup_ends_the_server_and_records_the_interruption(projects: Path, work: Path, marker: str) -> None:
+    """The terminal a server was started from closed, with a turn hung in a tool: the server ends as at `exit`
+    (status 129), the command does not outlive it, and the interruption is recorded. Before, SIGHUP killed the
+    server on the spot (status -1) and the file ended at the unanswered Bash call."""
+    with RawServer() as server:
+        server.initialize(projects, watch=False)
+        start_hung_turn(server, work, marker, 0)
+        server.proc.send_signal(signal.SIGHUP)
+        rc, took = server.wait_exit(LIVENESS)
+        assert rc is not None, f"the server still runs {LIVENESS} s after SIGHUP"
+        gone = wait_gone(marker, LIVENESS)
+        assert gone is not None, "`sleep 600` outlived the server"
+        print(f"SIGHUP: the server ended with status {rc} after {took:.2f} s; the command gone {gone:.2f} s later")
+        assert rc == 128 + signal.SIGHUP, rc
+    (path,) = list(projects.rglob("*.jsonl"))
+    assert_interrupted_in_tool(path)

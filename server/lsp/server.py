@@ -267,8 +267,8 @@ class SessionServer(LanguageServer):
         self.terminate(code)
 
     def _end_on_signals(self) -> None:
-        """SIGTERM (an editor stopping its server) and SIGINT (Ctrl-C) end the process as `exit`
-        does, with status 128 + the signal: running turns are cancelled, so the commands their
+        """SIGTERM (an editor stopping its server), SIGINT (Ctrl-C) and SIGHUP (its terminal closed) end the
+        process as `exit` does, with status 128 + the signal: running turns are cancelled, so the commands their
         tools started are killed and the interruption is recorded, rather than left running."""
         if threading.current_thread() is not threading.main_thread():
             return
@@ -276,7 +276,7 @@ class SessionServer(LanguageServer):
         def on_signal(signum: int, _frame: object) -> None:
             threading.Thread(target=self.terminate, args=(128 + signum,), name="signal-exit", daemon=True).start()
 
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, on_signal)
 
     def terminate(self, code: int) -> None:
