@@ -11,15 +11,17 @@ from pathlib import Path
 
 import pytest
 from rawlsp import LIVENESS, RawServer
+from realcli import find_claude, run_claude
+from scripted_api import ScriptedModelServer
 from test_stopping import assert_interrupted_in_tool, hung, start_hung_turn
 from turnproc import TurnProcess, commands_with, new_session, wait_gone
 
+from storage.recorder import INTERRUPTED_FOR_TOOL_USE
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_a_signal_ends_a_turn_command_hung_in_a_tool(
-    projects: Path, work: Path, marker: str, sig: signal.Signals
-) -> None:
-    """Before, the signal killed `turn` on the spot (status -15, -1): the file ended at the unanswered Bash call."""
+
+def stop_hung_turn(projects: Path, work: Path, marker: str, sig: signal.Signals) -> tuple[str, Path]:
+    """A `turn` hung in a Bash call, stopped by `sig`: it ends with status 128 + `sig` and the command with it;
+    (the session id, its file)."""
     sid, path = new_session(projects, work)
     turn = TurnProcess(projects, work, hung(marker), "--resume", sid, "--allow", "Bash")
     try:
@@ -36,9 +38,40 @@ def test_a_signal_ends_a_turn_command_hung_in_a_tool(
         print(f"{sig.name}: `turn` ended with status {rc} after {took:.2f} s; the command gone {gone:.2f} s later")
         assert rc == 128 + sig, (rc, turn.stderr[-1500:])
         assert b"(cancelled)" in turn.stderr
-        assert_interrupted_in_tool(path)
     finally:
         turn.kill()
+    return sid, path
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_ends_a_turn_command_hung_in_a_tool(
+    projects: Path, work: Path, marker: str, sig: signal.Signals
+) -> None:
+    """Before, the signal killed `turn` on the spot (status -15, -1): the file ended at the unanswered Bash call."""
+    _, path = stop_hung_turn(projects, work, marker, sig)
+    assert_interrupted_in_tool(path)
+
+
+@pytest.mark.realcli
+def test_the_real_cli_resumes_a_turn_stopped_by_sigterm(
+    projects: Path, work: Path, marker: str, scripted_model: ScriptedModelServer
+) -> None:
+    """What a SIGTERM left in the file, the real CLI resumes: it sends the interrupted call and goes on."""
+    claude = find_claude()
+    if claude is None:
+        pytest.skip("REAL CLI NOT AVAILABLE: run scripts/setup.d/claude-cli.sh (or set SESSION_LSP_CLAUDE)")
+    sid, _ = stop_hung_turn(projects, work, marker, signal.SIGTERM)
+    before = len(scripted_model.requests)
+    done = run_claude(
+        ["ORACLE", "--resume", sid], cwd=work, config_dir=projects.parent, base_url=scripted_model.base_url
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "echo: ORACLE" in done.stdout
+    sent = [r for r in scripted_model.requests[before:] if r["sessionId"] == sid]
+    assert sent, "the CLI sent nothing for the session"
+    texts = [b.get("text") for m in sent[0]["messages"] if isinstance(m["content"], list) for b in m["content"]]
+    assert INTERRUPTED_FOR_TOOL_USE in texts, texts[-6:]
+    print(f"the real CLI resumed it: {len(sent[0]['messages'])} messages sent, the interruption among them")
 
 
 def test_sighup_ends_the_server_and_records_the_interruption(projects: Path, work: Path, marker: str) -> None:
