@@ -112,3 +112,45 @@ def test_stopping_check_ends_its_workers_even_a_stuck_one(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+IMPORTS = """
+import os, sys
+from pathlib import Path
+from server.index.persisted import check_folder_indexed
+from server.index.workerpool import in_worker
+
+log = sys.argv[2]
+
+
+def audit(event, args):
+    if event == "import" and in_worker():  # in a worker, after the fork: an import takes module locks
+        with open(log, "a") as fh:  # that another thread of the parent may have held at the fork
+            fh.write(f"{os.getpid()} {args[0]}\\n")
+
+
+sys.addaudithook(audit)
+diags, files = check_folder_indexed(Path(sys.argv[1]), workers=2)
+print(files)
+"""
+
+
+def test_a_worker_imports_nothing(big: Path, tmp_path: Path) -> None:
+    """A worker forked while another thread of the parent imports a module would wait for ever on that module's
+    import lock if it imported the same module: our workers import nothing. Before, each imported `ctypes` (and
+    loaded libffi) to set its parent-death signal, before that signal was set."""
+    log = tmp_path / "imports.log"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORTS, str(big), str(log)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=LIVENESS * 12,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    files = int(done.stdout)
+    imported = log.read_text().splitlines() if log.exists() else []
+    print(f"{files} files checked on 2 workers; {len(imported)} imports in the workers")
+    assert files > 4 and imported == []
