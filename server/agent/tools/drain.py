@@ -49,11 +49,6 @@ class Drain:
             self._waited.append(proc)
             self._start()
 
-    def threads(self) -> int:
-        """The threads this drain runs now (0 or 1)."""
-        with self._lock:
-            return 0 if self._thread is None else 1
-
     def _start(self) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="bash-drain", daemon=True)
