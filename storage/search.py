@@ -25,6 +25,7 @@ import os
 import re
 import sqlite3
 import stat
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,6 +150,15 @@ def fts_query(query: str) -> str:
     return " ".join(quoted)
 
 
+class CatchUpStopped(Exception):
+    """A catch-up was asked to stop: what it read is stored, the rest is looked at next time."""
+
+
+def _stop_now(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise CatchUpStopped("the search database's catch-up was stopped")
+
+
 class SearchIndex:
     """The search database; `update(projects_dir)` catches up with the folder, `search()` queries it."""
 
@@ -176,8 +186,9 @@ class SearchIndex:
     def close(self) -> None:
         self.conn.close()
 
-    def update(self, projects_dir: Path) -> int:
-        """Index what changed under `projects_dir`; the number of files read."""
+    def update(self, projects_dir: Path, stop: threading.Event | None = None) -> int:
+        """Index what changed under `projects_dir`; the number of files read. Once `stop` is set, the files read
+        so far are stored and `CatchUpStopped` raised (files gone are dropped only by a whole catch-up)."""
         projects_dir = real_root(projects_dir)
         stored = {
             r[0]: r[1:]
@@ -195,8 +206,13 @@ class SearchIndex:
                         continue
                     found.append((st.st_mtime_ns, path, session_file.stem, st))
         read = 0
-        for _mtime, path, session_id, st in sorted(found, key=lambda f: f[0]):  # oldest first: newer rowids
-            read += self._update_file(path, session_id, st, stored.get(str(path)))
+        try:
+            for _mtime, path, session_id, st in sorted(found, key=lambda f: f[0]):  # oldest first: newer rowids
+                _stop_now(stop)
+                read += self._update_file(path, session_id, st, stored.get(str(path)))
+        except CatchUpStopped:
+            self.conn.commit()
+            raise
         prefix = str(projects_dir) + os.sep
         seen = {str(f[1]) for f in found}
         for path_text in stored:
@@ -205,12 +221,19 @@ class SearchIndex:
         self.conn.commit()
         return read
 
-    def update_paths(self, projects_dir: Path, paths: Iterable[Path]) -> int:
+    def update_paths(self, projects_dir: Path, paths: Iterable[Path], stop: threading.Event | None = None) -> int:
         """Index what changed in `paths` only (a file gone is dropped); the number of files read.
-        Paths that are not transcripts `update` would index are ignored."""
-        projects_dir = real_root(projects_dir)
+        Paths that are not transcripts `update` would index are ignored. `stop` as for `update`."""
+        try:
+            return self._update_paths(real_root(projects_dir), paths, stop)
+        except CatchUpStopped:
+            self.conn.commit()
+            raise
+
+    def _update_paths(self, projects_dir: Path, paths: Iterable[Path], stop: threading.Event | None) -> int:
         read = 0
         for given in sorted(set(paths)):
+            _stop_now(stop)
             path = Path(os.path.realpath(given))
             session_id = session_of(projects_dir, path)
             if session_id is None:

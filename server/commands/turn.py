@@ -6,6 +6,7 @@ import argparse
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,9 @@ from storage.livesession import SessionInUse
 from storage.lookup import SessionNotFound
 from storage.paths import candidate_project_dirs, default_projects_dir, iter_session_files, resolve_cwd
 from storage.recorder import SessionIdInUse
+
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""The signals that cancel a running turn: Ctrl-C, a process manager's stop, the terminal closed."""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -141,9 +145,11 @@ def cmd_turn(args: argparse.Namespace) -> int:
     request = build_request(args)
     token = CancelToken()
     printer = None if args.json else _Printer(args.events)
-    previous = None
+    stopped: list[int] = []
+    """The signal that stopped the turn, if one did."""
+    previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGINT, lambda *_: token.cancel())
+        previous = {sig: signal.signal(sig, _stopper(token, stopped)) for sig in STOPPING}
     done = None
     try:
         if args.store:
@@ -156,8 +162,8 @@ def cmd_turn(args: argparse.Namespace) -> int:
     except (ProviderError, SessionNotFound, SessionIdInUse, SessionInUse, ValueError) as exc:
         raise CommandError(str(exc)) from exc
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if args.json:
         print_json(done.to_json() if done is not None else result.to_json())
     elif printer is not None and not args.events:
@@ -167,4 +173,19 @@ def cmd_turn(args: argparse.Namespace) -> int:
         if done is not None:
             where = f"{done.project_key}/{result.session_id}"
             print(f"{done.pushed} row(s) appended to the store ({where})", file=sys.stderr)
-    return 130 if result.cancelled else 0
+    if not result.cancelled:
+        return 0
+    return 128 + (stopped[0] if stopped else signal.SIGINT)  # 130 after Ctrl-C
+
+
+def _stopper(token: CancelToken, stopped: list[int]) -> Callable[[int, Any], None]:
+    """A handler of the signals that stop a turn: the turn is cancelled (the commands its tools started are killed,
+    and the interruption is recorded); SIGTERM or SIGHUP once more ends the process on the spot."""
+
+    def stop(signum: int, _frame: Any) -> None:
+        stopped.append(signum)
+        token.cancel()
+        if signum != signal.SIGINT:
+            signal.signal(signum, signal.SIG_DFL)
+
+    return stop

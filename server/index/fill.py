@@ -9,11 +9,8 @@ count and each listed session's usage total. The caller's process stores them in
 tasks finish, so `check` answers from the checks, the server's index restores its files from the database as
 on a warm start (no rows held in memory), and `sessions/list` answers from the database.
 
-Workers are forked, also from the language server, which has threads: a forked child inherits every lock as
-another thread held it at the fork. CPython resets the import and logging locks in the child; the standard
-streams' locks it does not (the server's reading thread holds stdin's while it waits for a message, and
-multiprocessing closes stdin and flushes stdout in the child), so our workers get streams of their own on
-`os.devnull` and log nothing. Workers only read files and compute; they open no database.
+Workers are forked and end with their caller (`workerpool`): they only read files and compute, and open no
+database.
 """
 
 from __future__ import annotations
@@ -21,12 +18,10 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import multiprocessing
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +29,7 @@ from typing import Any
 from server.index.parallel import _tasks
 from server.index.saved import key_text, legacy_ids, report_to_json, row_uuids, stamps, storable
 from server.index.store import ProjectIndex, SessionKey, session_key, tracked_kind
+from server.index.workerpool import forking, in_worker, worker_pool
 from storage.countcache import CountCache
 from storage.fileopen import why_not_regular
 from storage.indexdb import FILLS, FileRecord, Identity, IndexDB
@@ -92,7 +88,7 @@ def _summaries(paths: list[Path]) -> Filled:
     """The listing's record of each session file of `paths` (whole sessions), and each listed session's usage
     total."""
     out = Filled(paths, listing=True)
-    if _FORKING.worker and os.getpriority(os.PRIO_PROCESS, 0) < LISTING_NICE:
+    if in_worker() and os.getpriority(os.PRIO_PROCESS, 0) < LISTING_NICE:
         os.setpriority(os.PRIO_PROCESS, 0, LISTING_NICE)  # a worker: the index's process comes first from now on
     counts = CountCache(where=None)
     cache = UsageCache(enabled=False)
@@ -116,64 +112,6 @@ def _summaries(paths: list[Path]) -> Filled:
     return out
 
 
-class _Forking:
-    """Set while our workers are forked: a child forked then leaves the parent's standard streams alone."""
-
-    def __init__(self) -> None:
-        self.on = False
-        self.lock = threading.Lock()
-        self.kept: list[Any] = []
-        """The parent's streams in a worker: never closed or flushed there, nor freed (which would close them)."""
-        self.parent = 0
-        """The forking process."""
-        self.worker = False
-        """This process is one of our workers."""
-
-    def __enter__(self) -> None:
-        self.lock.acquire()
-        self.parent = os.getpid()
-        self.on = True
-
-    def __exit__(self, *exc: object) -> None:
-        self.on = False
-        self.lock.release()
-
-    def in_child(self) -> None:
-        if not self.on:
-            return
-        self.on = False
-        self.worker = True
-        self.lock = threading.Lock()  # held by the parent's forking thread: a new one here
-        self.kept.extend((sys.stdin, sys.stdout, sys.stderr))
-        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the worker's for its whole life
-        sys.stdout = sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
-        logging.disable(logging.CRITICAL)
-        # the descriptors too: a worker holding the server's stdio pipes would keep the editor waiting for their end
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        os.close(null)
-        _die_with_parent(self.parent)
-
-
-def _die_with_parent(parent: int) -> None:
-    """A worker ends with the process that forked it (killed when the server exits, even by `os._exit`): Linux's
-    parent-death signal, set from the forking thread, which holds the pool for its whole life."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        pr_set_pdeathsig = 1
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent is already gone
-        os._exit(0)
-
-
-_FORKING = _Forking()
-os.register_at_fork(after_in_child=_FORKING.in_child)
-
-
 _Job = tuple[Callable[..., Filled], tuple[Any, ...]]
 
 
@@ -184,8 +122,8 @@ def _computing(jobs: list[_Job], workers: int) -> Iterator[Iterator[Filled]]:
     if workers < 2:
         yield (job(*args) for job, args in jobs)
         return
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        with _FORKING:  # the first submit forks every worker
+    with worker_pool(workers) as pool:
+        with forking():  # the first submit forks every worker
             futures = [pool.submit(job, *args) for job, args in jobs]
         yield _as_done(futures)
 

@@ -3,16 +3,16 @@ read, and only diagnostics, unresolved links and uuid lists come back to be sett
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 
 from server.index.checks import Pending
 from server.index.diagnostics import Diagnostic
 from server.index.links import resolve
 from server.index.store import ProjectIndex, session_key
+from server.index.workerpool import forking, worker_pool
 
 TASK_BYTES = 8 * 1024 * 1024
 WorkResult = tuple[list[Diagnostic], list[Pending], list[tuple[Path, list[str], list[int]]], int]
@@ -81,9 +81,9 @@ def check_folder(
     homes: dict[str, list[tuple[Path, int]]] = {}
     mains: dict[str, Path] = {}
     done = files = 0
-    ctx = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        futures = [pool.submit(_work, index.projects_dir, t) for t in _tasks(paths)]
+    with worker_pool(workers) as pool:
+        with forking():  # the first submit forks every worker
+            futures = [pool.submit(_work, index.projects_dir, t) for t in _tasks(paths)]
         for fut in as_completed(futures):
             d, p, uuids, n = fut.result()
             diags += d

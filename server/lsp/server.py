@@ -267,8 +267,8 @@ class SessionServer(LanguageServer):
         self.terminate(code)
 
     def _end_on_signals(self) -> None:
-        """SIGTERM (an editor stopping its server) and SIGINT (Ctrl-C) end the process as `exit`
-        does, with status 128 + the signal: running turns are cancelled, so the commands their
+        """SIGTERM (an editor stopping its server), SIGINT (Ctrl-C) and SIGHUP (its terminal closed) end the
+        process as `exit` does, with status 128 + the signal: running turns are cancelled, so the commands their
         tools started are killed and the interruption is recorded, rather than left running."""
         if threading.current_thread() is not threading.main_thread():
             return
@@ -276,7 +276,7 @@ class SessionServer(LanguageServer):
         def on_signal(signum: int, _frame: object) -> None:
             threading.Thread(target=self.terminate, args=(128 + signum,), name="signal-exit", daemon=True).start()
 
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, on_signal)
 
     def terminate(self, code: int) -> None:
@@ -384,17 +384,18 @@ class SessionServer(LanguageServer):
             self.search = SearchIndex.open()
         return self.search
 
-    def search_catch_up(self) -> SearchIndex:
+    def search_catch_up(self, stop: threading.Event | None = None) -> SearchIndex:
         """The search database, caught up with the folder: with a watcher, only the files it saw
-        change since the last search (every file the first time); without one, every file."""
+        change since the last search (every file the first time); without one, every file. Once `stop` is set
+        (the search was cancelled), `CatchUpStopped` at the next file."""
         search = self.search_index()
         with self._lock:
             changed, self.search_changed = self.search_changed, set() if self.watcher is not None else None
         try:
             if changed is None:
-                search.update(self.projects_dir)
+                search.update(self.projects_dir, stop)
             else:
-                search.update_paths(self.projects_dir, changed)
+                search.update_paths(self.projects_dir, changed, stop)
         except BaseException:
             with self._lock:
                 self.search_changed = None  # what was not read is looked at again next time
@@ -772,14 +773,25 @@ def text_document_code_lens(ls: SessionServer, params: lsp.CodeLensParams) -> li
 
 
 @server.feature(lsp.WORKSPACE_SYMBOL)
-@server.thread()
-def workspace_symbol(ls: SessionServer, params: lsp.WorkspaceSymbolParams) -> list[lsp.SymbolInformation]:
+async def workspace_symbol(ls: SessionServer, params: lsp.WorkspaceSymbolParams) -> list[lsp.SymbolInformation]:
     """Sessions by title and prompts, then matching messages (full-text search), local and in the stores
-    (`session-store:` URIs); off the event loop."""
+    (`session-store:` URIs); off the event loop. `$/cancelRequest` stops the search database's catch-up at the
+    next file (the first search of a big folder reads all of it), which keeps what it read."""
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(_workspace_symbols, ls, params, stop)
+    except asyncio.CancelledError:
+        stop.set()
+        raise
+
+
+def _workspace_symbols(
+    ls: SessionServer, params: lsp.WorkspaceSymbolParams, stop: threading.Event
+) -> list[lsp.SymbolInformation]:
     wanted = bool(params.query.strip())
     roots = [feed.root for feed in ls.stores.feeds]
     with ls.search_lock:
-        search = ls.search_catch_up() if wanted else None
+        search = ls.search_catch_up(stop) if wanted else None
         in_stores = ls.stores.search.catch_up(roots) if wanted and ls.stores.search is not None else None
         symbols = workspace_symbols(ls.projects_dir, params.query, search, roots, in_stores)
     return [

@@ -13,6 +13,7 @@ import threading
 from typing import IO, Any
 
 from server.agent.tools.base import ToolCancelled, ToolContext, ToolError, ToolOutput, int_arg, schema, string_arg
+from server.agent.tools.drain import DRAIN
 from server.agent.tools.processes import Supervised
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -88,28 +89,27 @@ def timeout_ms(tool_input: dict[str, Any]) -> int:
 
 
 class _Capture:
-    """Reads one output stream of the command in a daemon thread, keeping what a result can show."""
+    """One output stream of the command, read to its end by the drain's thread (`drain.DRAIN`), keeping what a
+    result can show."""
 
     KEEP = 4 * MAX_OUTPUT
 
     def __init__(self, stream: IO[bytes] | None) -> None:
         self.chunks: list[bytes] = []
         self.kept = 0
-        self.thread = threading.Thread(target=self._read, args=(stream,), name="bash-output", daemon=True)
-        self.thread.start()
+        self.ended = DRAIN.read(stream, self._take) if stream is not None else _ENDED
 
-    def _read(self, stream: IO[bytes] | None) -> None:
-        if stream is None:
-            return
-        with stream:
-            while chunk := stream.read1(65536):  # type: ignore[attr-defined]  # a Popen pipe: a BufferedReader
-                if self.kept < self.KEEP:
-                    self.chunks.append(chunk[: self.KEEP - self.kept])
-                    self.kept += len(self.chunks[-1])
+    def _take(self, chunk: bytes) -> None:
+        if self.kept < self.KEEP:
+            self.chunks.append(chunk[: self.KEEP - self.kept])
+            self.kept += len(self.chunks[-1])
 
     def join(self, timeout: float) -> bool:
-        self.thread.join(timeout)
-        return not self.thread.is_alive()
+        return self.ended.wait(timeout)
 
     def text(self) -> str:
         return b"".join(list(self.chunks)).decode("utf-8", errors="replace")
+
+
+_ENDED = threading.Event()
+_ENDED.set()

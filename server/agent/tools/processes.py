@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from server.agent.tools.drain import DRAIN
 from server.agent.tools.supervise import descendants
 
 SUPERVISOR = Path(__file__).with_name("supervise.py")
@@ -96,7 +97,7 @@ class Supervised:
             self.returncode = int(data)
         else:  # the supervisor itself was killed before the command ended
             self.returncode = self.proc.wait()
-        threading.Thread(target=self.proc.wait, name="bash-supervisor", daemon=True).start()
+        DRAIN.reap(self.proc)  # it stays while a background job of the command runs
         return self.returncode
 
     def kill(self) -> None:

@@ -1,0 +1,92 @@
+"""`session-lsp turn` hung in a tool is stopped by SIGTERM (a process manager, `kill`) and SIGHUP (its terminal
+closed) as by Ctrl-C, and `session-lsp serve` by SIGHUP as by SIGTERM: the command it started ends, the
+interruption is recorded as the CLI records Esc during a tool call, and the process exits with status 128 + the
+signal. Only a liveness bound (LIVENESS seconds)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from rawlsp import LIVENESS, RawServer
+from realcli import find_claude, run_claude
+from scripted_api import ScriptedModelServer
+from test_stopping import assert_interrupted_in_tool, hung, start_hung_turn
+from turnproc import TurnProcess, commands_with, new_session, wait_gone
+
+from storage.recorder import INTERRUPTED_FOR_TOOL_USE
+
+
+def stop_hung_turn(projects: Path, work: Path, marker: str, sig: signal.Signals) -> tuple[str, Path]:
+    """A `turn` hung in a Bash call, stopped by `sig`: it ends with status 128 + `sig` and the command with it;
+    (the session id, its file)."""
+    sid, path = new_session(projects, work)
+    turn = TurnProcess(projects, work, hung(marker), "--resume", sid, "--allow", "Bash")
+    try:
+        turn.wait_tool()
+        deadline = time.monotonic() + LIVENESS
+        while not commands_with(marker):
+            assert time.monotonic() < deadline, "the hung command never started"
+            time.sleep(0.05)
+        turn.proc.send_signal(sig)
+        rc, took = turn.wait(LIVENESS)
+        assert rc is not None, f"`session-lsp turn` still runs {LIVENESS} s after {sig.name}"
+        gone = wait_gone(marker, LIVENESS)
+        assert gone is not None, "the hung command outlived the turn"
+        print(f"{sig.name}: `turn` ended with status {rc} after {took:.2f} s; the command gone {gone:.2f} s later")
+        assert rc == 128 + sig, (rc, turn.stderr[-1500:])
+        assert b"(cancelled)" in turn.stderr
+    finally:
+        turn.kill()
+    return sid, path
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_ends_a_turn_command_hung_in_a_tool(
+    projects: Path, work: Path, marker: str, sig: signal.Signals
+) -> None:
+    """Before, the signal killed `turn` on the spot (status -15, -1): the file ended at the unanswered Bash call."""
+    _, path = stop_hung_turn(projects, work, marker, sig)
+    assert_interrupted_in_tool(path)
+
+
+@pytest.mark.realcli
+def test_the_real_cli_resumes_a_turn_stopped_by_sigterm(
+    projects: Path, work: Path, marker: str, scripted_model: ScriptedModelServer
+) -> None:
+    """What a SIGTERM left in the file, the real CLI resumes: it sends the interrupted call and goes on."""
+    claude = find_claude()
+    if claude is None:
+        pytest.skip("REAL CLI NOT AVAILABLE: run scripts/setup.d/claude-cli.sh (or set SESSION_LSP_CLAUDE)")
+    sid, _ = stop_hung_turn(projects, work, marker, signal.SIGTERM)
+    before = len(scripted_model.requests)
+    done = run_claude(
+        ["ORACLE", "--resume", sid], cwd=work, config_dir=projects.parent, base_url=scripted_model.base_url
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "echo: ORACLE" in done.stdout
+    sent = [r for r in scripted_model.requests[before:] if r["sessionId"] == sid]
+    assert sent, "the CLI sent nothing for the session"
+    texts = [b.get("text") for m in sent[0]["messages"] if isinstance(m["content"], list) for b in m["content"]]
+    assert INTERRUPTED_FOR_TOOL_USE in texts, texts[-6:]
+    print(f"the real CLI resumed it: {len(sent[0]['messages'])} messages sent, the interruption among them")
+
+
+def test_sighup_ends_the_server_and_records_the_interruption(projects: Path, work: Path, marker: str) -> None:
+    """The terminal a server was started from closed, with a turn hung in a tool: the server ends as at `exit`
+    (status 129), the command does not outlive it, and the interruption is recorded. Before, SIGHUP killed the
+    server on the spot (status -1) and the file ended at the unanswered Bash call."""
+    with RawServer() as server:
+        server.initialize(projects, watch=False)
+        start_hung_turn(server, work, marker, 0)
+        server.proc.send_signal(signal.SIGHUP)
+        rc, took = server.wait_exit(LIVENESS)
+        assert rc is not None, f"the server still runs {LIVENESS} s after SIGHUP"
+        gone = wait_gone(marker, LIVENESS)
+        assert gone is not None, "`sleep 600` outlived the server"
+        print(f"SIGHUP: the server ended with status {rc} after {took:.2f} s; the command gone {gone:.2f} s later")
+        assert rc == 128 + signal.SIGHUP, rc
+    (path,) = list(projects.rglob("*.jsonl"))
+    assert_interrupted_in_tool(path)
