@@ -231,9 +231,13 @@ def open_decided(path: os.PathLike[str] | str, flags: int, mode: int = 0o600, *,
     O_NONBLOCK`. A folder or the file swapped for a symlink since the decision raises `Unsafe`;
     anything but a regular file `NotATranscript`; a file opened for writing that has another name
     (a hard link) `Unsafe`. `made` as for `open_decided_folder`."""
-    text = os.fspath(path)
-    parent, name = os.path.split(text)
-    folder = open_decided_folder(parent, made=made)
+    parent, name = os.path.split(os.fspath(path))
+    return open_in_folder(open_decided_folder(parent, made=made), name, flags, mode, path)
+
+
+def open_in_folder(folder: int, name: str, flags: int, mode: int, path: os.PathLike[str] | str) -> int:
+    """`name` in the folder open as `folder` (closed here), opened as `open_decided` opens its file; `path` names
+    it in errors."""
     try:
         fd = os.open(name, flags | _FILE, mode, dir_fd=folder)
     except OSError as exc:
@@ -266,7 +270,15 @@ def open_decided_folder(path: os.PathLike[str] | str, *, made: list[str] | None 
     names = [name for name in text.split("/") if name and name != "."]
     if ".." in names:
         raise InvalidArgument(f"not a decided path (it holds ..): {path}")
-    folder = os.open("/", _WALK | os.O_DIRECTORY | os.O_CLOEXEC)
+    return walk_folders(os.open("/", _WALK | os.O_DIRECTORY | os.O_CLOEXEC), names, path, made=made)
+
+
+def walk_folders(
+    folder: int, names: list[str], path: os.PathLike[str] | str, *, made: list[str] | None = None, at: str = "/"
+) -> int:
+    """The folder `names` leads to from the folder open as `folder` (closed here, whatever happens), each opened
+    with `O_NOFOLLOW` under the previous one, as `open_decided_folder` walks from `/` (`at`: the path of `folder`,
+    for `made`)."""
     try:
         for depth, name in enumerate(names, start=1):
             try:
@@ -276,7 +288,7 @@ def open_decided_folder(path: os.PathLike[str] | str, *, made: list[str] | None 
                     raise
                 try:
                     os.mkdir(name, 0o700, dir_fd=folder)
-                    made.append("/" + "/".join(names[:depth]))
+                    made.append(os.path.join(at, *names[:depth]))
                 except FileExistsError:
                     pass
                 inner = _open_folder(name, folder, path)

@@ -6,8 +6,9 @@ way swapped for a link leading out after that decision would be followed by a pl
 So every projects folder read from is `confine`d first (by discovery, `storage.projectroots`), and
 `open_inside` opens a path below one:
 
-- the path's part below the folder is walked from the folder's real path (itself walked from `/`) opening each
-  folder, then the file, with `O_NOFOLLOW` (`storage.access.open_decided`): no link on the way, the common case;
+- the path's part below the folder is walked from the folder's real path (itself walked from `/` once and kept
+  open while it is that folder) opening each folder, then the file, with `O_NOFOLLOW` (as
+  `storage.access.open_decided` does): no link on the way, the common case;
 - where a link is on the way it is decided again, as discovery did, at the open: resolved, it must stay inside
   the real folder, and the real path is opened by the same walk, so a link swapped in after that resolution is
   refused too (`LeadsOut`). A link inside the folder to a file inside it is followed, as the CLI does.
@@ -21,9 +22,10 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from pathlib import Path
 
-from storage.access import open_decided
+from storage.access import open_decided, open_decided_folder, open_in_folder, walk_folders
 from storage.errors import NotATranscript, Unsafe
 from storage.paths import is_inside
 from storage.projectroots import confine, root_of
@@ -47,7 +49,7 @@ def open_inside(path: Path | str, flags: int, named: tuple[str, str], *, follow_
     given, root = named
     absolute = os.path.abspath(path)
     try:
-        return _open(root + absolute[len(given) :], flags, path)
+        return _open_below(root, absolute[len(given) :], flags, path)
     except Unsafe:
         pass  # a link on the way: decided again below
     try:
@@ -66,6 +68,48 @@ def open_inside(path: Path | str, flags: int, named: tuple[str, str], *, follow_
         return _open(real, flags, path)
     except Unsafe:
         raise LeadsOut(errno.EACCES, "a link took the place of a folder or of the file; not read", str(path)) from None
+
+
+HELD_ROOTS = 16
+"""At most this many projects folders are kept open (`_held_root`); the walk to others starts from `/`."""
+_HELD: dict[str, tuple[int, int, int]] = {}
+"""A real projects folder -> (its descriptor, opened from `/` following no link, its device and inode)."""
+_LOCK = threading.Lock()
+
+
+def _held_root(root: str) -> int | None:
+    """A new descriptor of the real projects folder `root` (a duplicate of the one kept open: a walk below it
+    starts there, not from `/`), while `root` is still that folder; None when it cannot be kept. A folder since
+    replaced is opened again; the descriptor of the old one is left open (another thread may be duplicating it)."""
+    try:
+        now = os.stat(root)
+    except OSError:
+        return None
+    held = _HELD.get(root)
+    if held is not None and (held[1], held[2]) == (now.st_dev, now.st_ino):
+        return os.dup(held[0])
+    if held is None and len(_HELD) >= HELD_ROOTS:
+        return None
+    try:
+        fd = open_decided_folder(root)
+    except (OSError, Unsafe):
+        return None
+    st = os.fstat(fd)
+    with _LOCK:
+        _HELD[root] = (fd, st.st_dev, st.st_ino)
+    return os.dup(fd)
+
+
+def _open_below(root: str, below: str, flags: int, path: Path | str) -> int:
+    """`root` + `below` (`/` then names), walked from the kept descriptor of `root` as `open_decided` walks."""
+    folder = _held_root(root)
+    if folder is None:
+        return _open(root + below, flags, path)
+    *folders, name = below.split("/")[1:]
+    try:
+        return open_in_folder(walk_folders(folder, folders, path), name, flags, 0o600, path)
+    except NotATranscript:
+        raise NotARegularFile(errno.EINVAL, "not a regular file; not read", str(path)) from None
 
 
 def _open(decided: str, flags: int, path: Path | str) -> int:
