@@ -234,3 +234,50 @@ def test_a_link_inside_the_projects_folder_is_still_followed(world: dict[str, Pa
     index.scan()
     assert linked in index.files and index.files[linked].transcript.rows
     assert os.path.samefile(linked, target)
+
+
+def test_the_projects_folder_itself_swapped_after_discovery_is_not_followed(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The projects folder (not a folder in it) replaced by a link to an outside folder of the same layout once
+    discovery listed it: the index reads nothing there."""
+    projects, outside_root = world["projects"], world["outside"].parent
+    target = projects / SHOP / f"{S1}.jsonl"
+    real_open = reader.open_regular
+
+    def swap_then_open(path: Path | str, *args: Any) -> Any:
+        if Path(path) == target and not projects.is_symlink():
+            projects.rename(world["tmp"] / "moved-projects")
+            projects.symlink_to(outside_root, target_is_directory=True)
+        return real_open(path, *args)
+
+    monkeypatch.setattr(reader, "open_regular", swap_then_open)
+    index = ProjectIndex(projects, persist=False)
+    index.scan()
+    assert projects.is_symlink()
+    assert index.find_uuid(SECRET_UUID) == []
+    rows = [r.uuid for state in index.files.values() for r in state.transcript.rows]
+    assert SECRET_UUID not in rows
+
+
+def test_a_link_inside_whose_target_is_swapped_for_a_link_out_is_not_followed(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session file linked to another one inside the folder (discovery accepts it) whose target is swapped for a
+    link out after discovery: the chain of links now leads out, and is refused as a link out is."""
+    target = world["projects"] / SHOP / f"{S1}.jsonl"
+    linked = world["projects"] / "-Users-me-other" / "55555555-5555-4555-8555-555555555555.jsonl"
+    linked.symlink_to(target)
+    real_open = reader.open_regular
+
+    def swap_then_open(path: Path | str, *args: Any) -> Any:
+        if Path(path) == linked:
+            _swap(world, target, "file")
+        return real_open(path, *args)
+
+    monkeypatch.setattr(reader, "open_regular", swap_then_open)
+    index = ProjectIndex(world["projects"], persist=False)
+    index.scan()
+    assert target.is_symlink()
+    assert index.find_uuid(SECRET_UUID) == []
+    assert linked not in index.files or SECRET_UUID not in [r.uuid for r in index.files[linked].transcript.rows]
