@@ -71,12 +71,14 @@ def _check_text(value: str, name: str) -> str:
 
 
 def looks_like_transcript(path: Path) -> bool:
-    """The first rows are JSON objects as the CLI writes them: the first has a string `type`, and
-    one of the first few carries a string `sessionId` (or is a `summary` row of a 1.0.x file)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    """The first rows of the real path `path` are JSON objects as the CLI writes them: the first has a string
+    `type`, and one of the first few carries a string `sessionId` (or is a `summary` row of a 1.0.x file).
+    Read by `open_decided`: a folder or the file swapped for a link since it was resolved raises `Unsafe`."""
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
+        fd = open_decided(path, os.O_RDONLY)
+    except NotATranscript:
+        return False
+    try:
         head = os.read(fd, HEAD_BYTES)
     finally:
         os.close(fd)

@@ -20,12 +20,14 @@ import pytest
 from conftest import CORPUS, age
 
 import server.index.fill as fill_module
+import storage.access as access
 import storage.countcache as countcache
 import storage.reader as reader
 import storage.search as search
 import storage.sessions as sessions
 import storage.usage as usage
 from server.index import ProjectIndex
+from storage.errors import Unsafe
 from storage.indexdb import IndexDB
 
 SHOP = "-Users-me-shop"
@@ -281,3 +283,24 @@ def test_a_link_inside_whose_target_is_swapped_for_a_link_out_is_not_followed(
     assert target.is_symlink()
     assert index.find_uuid(SECRET_UUID) == []
     assert linked not in index.files or SECRET_UUID not in [r.uuid for r in index.files[linked].transcript.rows]
+
+
+def test_the_decisions_own_read_of_the_head_follows_no_link_swapped_in_after_resolving(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`resolve_target` resolves the path, then reads its first rows to decide: the project folder swapped for a
+    link out in between is refused (`Unsafe`) instead of deciding on the outside file's rows."""
+    target = world["projects"] / SHOP / f"{S1}.jsonl"
+    resolved = Path(os.path.realpath(target))
+    real_is_inside = access.is_inside
+
+    def swap_after_resolving(root: Path, real: Path) -> bool:
+        if real == resolved:
+            _swap(world, target, "folder")
+        return real_is_inside(root, real)
+
+    monkeypatch.setattr(access, "is_inside", swap_after_resolving)
+    with pytest.raises(Unsafe, match="symbolic link"):
+        decided = access.resolve_target(world["projects"], path=target)
+        pytest.fail(f"decided {decided} on the outside file's first rows")
+    assert target.parent.is_symlink()
