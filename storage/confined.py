@@ -28,7 +28,7 @@ from pathlib import Path
 from storage.access import open_decided, open_decided_folder, open_in_folder, walk_folders
 from storage.errors import NotATranscript, Unsafe
 from storage.paths import is_inside
-from storage.projectroots import confine, root_of
+from storage.projectroots import absolute, confine, root_of
 
 __all__ = ["LeadsOut", "NotARegularFile", "confine", "open_inside", "root_of"]
 
@@ -47,16 +47,16 @@ def open_inside(path: Path | str, flags: int, named: tuple[str, str], *, follow_
     that no link leads out of it (see the module docstring). `follow_last=False`: the file itself is never a
     link (a sidecar). `LeadsOut`, `NotARegularFile`, or the `OSError` of a file that is gone."""
     given, root = named
-    absolute = os.path.abspath(path)
+    text = absolute(path)
     try:
-        return _open_below(root, absolute[len(given) :], flags, path)
+        return _open_below(root, text[len(given) :], flags, path)
     except Unsafe:
         pass  # a link on the way: decided again below
     try:
         if follow_last:
-            real = os.path.realpath(absolute, strict=True)
+            real = os.path.realpath(text, strict=True)
         else:
-            folder, name = os.path.split(absolute)
+            folder, name = os.path.split(text)
             real = os.path.join(os.path.realpath(folder, strict=True), name)
     except OSError as exc:
         if exc.errno == errno.ELOOP:

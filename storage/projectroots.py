@@ -29,16 +29,23 @@ def confine(projects_dir: Path | str) -> Path:
     return Path(real)
 
 
+def absolute(path: Path | str) -> str:
+    """`path` as an absolute, normal path (`os.path.abspath`, skipped for one that is already: the common case)."""
+    text = os.fspath(path)
+    if text.startswith("/") and "//" not in text and "/./" not in text and "/../" not in text:
+        if not text.endswith(("/.", "/..")) and (len(text) == 1 or not text.endswith("/")):
+            return text
+    return os.path.abspath(text)
+
+
 def root_of(path: Path | str) -> tuple[str, str] | None:
     """(the confined folder as `path` names it, its real path) for a path below a confined projects folder."""
     if not _ROOTS:
         return None
-    folder = os.path.abspath(path)
-    while True:
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        real = _ROOTS.get(parent)
+    text = absolute(path)
+    end = len(text)
+    while (end := text.rfind("/", 0, end)) > 0:
+        real = _ROOTS.get(text[:end])
         if real is not None:
-            return parent, real
-        folder = parent
+            return text[:end], real
+    return None
