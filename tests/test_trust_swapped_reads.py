@@ -29,6 +29,7 @@ import storage.usage as usage
 from server.index import ProjectIndex
 from storage.errors import Unsafe
 from storage.indexdb import IndexDB
+from storage.paths import iter_project_dirs
 
 SHOP = "-Users-me-shop"
 S1 = "11111111-1111-4111-8111-111111111111"
@@ -304,3 +305,16 @@ def test_the_decisions_own_read_of_the_head_follows_no_link_swapped_in_after_res
         decided = access.resolve_target(world["projects"], path=target)
         pytest.fail(f"decided {decided} on the outside file's first rows")
     assert target.parent.is_symlink()
+
+
+@pytest.mark.parametrize("spelling", ["{p}/{s}/{f}", "{p}//{s}/{f}", "{p}/./{s}/{f}", "{p}/{s}/../{s}/{f}"])
+def test_a_path_spelled_otherwise_is_confined_all_the_same(world: dict[str, Path], spelling: str) -> None:
+    """However a path below the projects folder is written, once the folder was discovered a file swapped for a
+    link out is not opened through it."""
+    from storage.fileopen import LeadsOut, open_regular
+
+    list(iter_project_dirs(world["projects"]))  # discovery
+    target = world["projects"] / SHOP / f"{S1}.jsonl"
+    _swap(world, target, "file")
+    with pytest.raises(LeadsOut, match="leads out of the projects folder"):
+        open_regular(spelling.format(p=world["projects"], s=SHOP, f=target.name)).close()
