@@ -71,12 +71,14 @@ def _check_text(value: str, name: str) -> str:
 
 
 def looks_like_transcript(path: Path) -> bool:
-    """The first rows are JSON objects as the CLI writes them: the first has a string `type`, and
-    one of the first few carries a string `sessionId` (or is a `summary` row of a 1.0.x file)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    """The first rows of the real path `path` are JSON objects as the CLI writes them: the first has a string
+    `type`, and one of the first few carries a string `sessionId` (or is a `summary` row of a 1.0.x file).
+    Read by `open_decided`: a folder or the file swapped for a link since it was resolved raises `Unsafe`."""
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
+        fd = open_decided(path, os.O_RDONLY)
+    except NotATranscript:
+        return False
+    try:
         head = os.read(fd, HEAD_BYTES)
     finally:
         os.close(fd)
@@ -109,7 +111,7 @@ def looks_like_transcript(path: Path) -> bool:
     )
 
 
-def _hard_link(path: Path | str, names: int) -> str:
+def _hard_link(path: os.PathLike[str] | str, names: int) -> str:
     return (
         f"{path} is a hard link ({names} names for one file): writing would change the file under every "
         "name, possibly outside the projects folder; refused"
@@ -221,7 +223,7 @@ _FILE = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _WRITING = os.O_WRONLY | os.O_RDWR
 
 
-def _swapped(path: Path | str) -> Unsafe:
+def _swapped(path: os.PathLike[str] | str) -> Unsafe:
     return Unsafe(f"{path}: a symbolic link took the place of a folder or of the file after it was decided; refused")
 
 
@@ -231,10 +233,15 @@ def open_decided(path: os.PathLike[str] | str, flags: int, mode: int = 0o600, *,
     O_NONBLOCK`. A folder or the file swapped for a symlink since the decision raises `Unsafe`;
     anything but a regular file `NotATranscript`; a file opened for writing that has another name
     (a hard link) `Unsafe`. `made` as for `open_decided_folder`."""
-    path = Path(path)
-    folder = open_decided_folder(path.parent, made=made)
+    parent, name = os.path.split(os.fspath(path))
+    return open_in_folder(open_decided_folder(parent, made=made), name, flags, mode, path)
+
+
+def open_in_folder(folder: int, name: str, flags: int, mode: int, path: os.PathLike[str] | str) -> int:
+    """`name` in the folder open as `folder` (closed here), opened as `open_decided` opens its file; `path` names
+    it in errors."""
     try:
-        fd = os.open(path.name, flags | _FILE, mode, dir_fd=folder)
+        fd = os.open(name, flags | _FILE, mode, dir_fd=folder)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _swapped(path) from None
@@ -259,11 +266,21 @@ def open_decided_folder(path: os.PathLike[str] | str, *, made: list[str] | None 
     `O_NOFOLLOW` under the previous one (`Unsafe` where a symlink took a folder's place). With
     `made`, missing folders are created 0700 on the way (in the folder already opened) and their
     paths appended to it, outermost first."""
-    path = Path(path)
-    if not path.is_absolute():
+    text = os.fspath(path)
+    if not os.path.isabs(text):
         raise InvalidArgument(f"not an absolute path: {path}")
-    names = path.parts[1:]
-    folder = os.open(path.anchor, _WALK | os.O_DIRECTORY | os.O_CLOEXEC)
+    names = [name for name in text.split("/") if name and name != "."]
+    if ".." in names:
+        raise InvalidArgument(f"not a decided path (it holds ..): {path}")
+    return walk_folders(os.open("/", _WALK | os.O_DIRECTORY | os.O_CLOEXEC), names, path, made=made)
+
+
+def walk_folders(
+    folder: int, names: list[str], path: os.PathLike[str] | str, *, made: list[str] | None = None, at: str = "/"
+) -> int:
+    """The folder `names` leads to from the folder open as `folder` (closed here, whatever happens), each opened
+    with `O_NOFOLLOW` under the previous one, as `open_decided_folder` walks from `/` (`at`: the path of `folder`,
+    for `made`)."""
     try:
         for depth, name in enumerate(names, start=1):
             try:
@@ -273,7 +290,7 @@ def open_decided_folder(path: os.PathLike[str] | str, *, made: list[str] | None 
                     raise
                 try:
                     os.mkdir(name, 0o700, dir_fd=folder)
-                    made.append(os.path.join(path.anchor, *names[:depth]))
+                    made.append(os.path.join(at, *names[:depth]))
                 except FileExistsError:
                     pass
                 inner = _open_folder(name, folder, path)
@@ -285,7 +302,7 @@ def open_decided_folder(path: os.PathLike[str] | str, *, made: list[str] | None 
     return folder
 
 
-def _open_folder(name: str, folder: int, path: Path) -> int:
+def _open_folder(name: str, folder: int, path: os.PathLike[str] | str) -> int:
     try:
         return os.open(name, _FOLDER, dir_fd=folder)
     except OSError as exc:

@@ -1,8 +1,9 @@
 """Opening the files kept in the projects folder for reading: the one place that does.
 
-A transcript is opened by `open_regular`: never blocking (a FIFO is opened non-blocking, then refused), and a
+A transcript is opened by `open_regular`: never blocking (a FIFO is opened non-blocking, then refused), a
 path `storage.access` decided (a `DecidedPath`) through `open_decided`, folder by folder from `/` with no symlink
-followed, so a file or folder swapped for a link after the decision leads nowhere. A small file kept beside a
+followed, and a path below a projects folder discovery read (`storage.confined`) by `open_inside`: a file or folder
+swapped for a link leading out after the decision or the discovery leads nowhere. A small file kept beside a
 transcript (a subagent's `.meta.json`) is read by `read_sidecar`: only as a regular file in its own right.
 """
 
@@ -15,10 +16,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from storage.access import DecidedPath, open_decided
+from storage.confined import LeadsOut, NotARegularFile, open_inside, root_of
 
-
-class NotARegularFile(OSError):
-    """A FIFO, socket, device or folder where a transcript was expected; it is never read."""
+__all__ = ["LeadsOut", "NotARegularFile", "file_kind", "open_regular", "read_sidecar", "read_small", "why_not_regular"]
 
 
 def file_kind(mode: int) -> str:
@@ -41,9 +41,13 @@ def why_not_regular(path: Path | str) -> str | None:
 def open_regular(path: Path | str) -> BinaryIO:
     """Open a transcript for reading; `NotARegularFile` for anything else. Opening never blocks
     (a FIFO is opened non-blocking, then refused). Every transcript is opened for reading here: a path
-    `storage.access` decided (a `DecidedPath`) is opened by `open_decided`, following no symlink."""
+    `storage.access` decided (a `DecidedPath`) is opened by `open_decided`, following no symlink, and one below a
+    projects folder by `storage.confined.open_inside`, following no link that leads out of it."""
     if isinstance(path, DecidedPath):
         return os.fdopen(open_decided(path, os.O_RDONLY), "rb")
+    named = root_of(path)
+    if named is not None:
+        return os.fdopen(open_inside(path, os.O_RDONLY, named), "rb")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode
@@ -62,10 +66,12 @@ SIDECAR_BYTES = 64 * 1024
 
 def read_small(path: Path | str, limit: int, *, follow_links: bool = False) -> bytes | None:
     """The bytes of a regular file of at most `limit` bytes, or None for anything else: a FIFO or device is never
-    read (opening never blocks), and a symlink is followed only with `follow_links`."""
+    read (opening never blocks), and a symlink is followed only with `follow_links`; below a projects folder
+    (`storage.confined`) no link leading out of it is followed on the way."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_links else os.O_NOFOLLOW)
+    named = root_of(path)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, flags) if named is None else open_inside(path, os.O_RDONLY, named, follow_last=follow_links)
     except OSError:
         return None
     try:

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from storage.projectroots import confine
+
 MAX_FOLDER_UNITS = 200
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
 AGENT_ID_RE = re.compile(r"[A-Za-z0-9_-]+")
@@ -77,6 +79,7 @@ def resolve_cwd(cwd: str | os.PathLike[str]) -> str:
 def candidate_project_dirs(projects_dir: Path, cwd: str) -> list[Path]:
     """Project folders that may hold sessions of `cwd`: the exact name, and for long paths any
     folder with the same 200-unit prefix (older CLIs used another hash suffix)."""
+    confine(projects_dir)
     name = project_folder_name(cwd)
     found = []
     exact = projects_dir / name
@@ -145,7 +148,9 @@ def _is(entry: os.DirEntry[str], kind: str) -> bool:
 
 
 def iter_project_dirs(projects_dir: Path) -> Iterator[Path]:
-    """The project folders of a projects folder (a symlink among them only if it stays inside)."""
+    """The project folders of a projects folder (a symlink among them only if it stays inside). Their files are
+    read only through `storage.confined` from now on."""
+    confine(projects_dir)
     for entry in _entries(projects_dir):
         if _is(entry, "dir") and (not entry.is_symlink() or stays_inside(projects_dir, Path(entry.path))):
             yield Path(entry.path)
@@ -155,6 +160,7 @@ def iter_session_files(project_dir: Path) -> Iterator[Path]:
     """Session transcripts directly inside a project folder (UUID names only), never through a
     symlink leading out of the projects folder (the project folder's parent)."""
     root = project_dir.parent
+    confine(root)
     if project_dir.is_symlink() and not stays_inside(root, project_dir):
         return
     for entry in _entries(project_dir):
@@ -179,6 +185,7 @@ def subagent_files(session_file: Path) -> list[SubagentFile]:
     if not root.is_dir():
         return found
     projects = session_file.parent.parent
+    confine(projects)
     if not stays_inside(projects, root):  # one resolve per session: a folder on the way may be a link
         return found
     # rglob never enters a linked folder below `root`: only a linked file itself needs resolving
@@ -193,6 +200,7 @@ def subagent_files(session_file: Path) -> list[SubagentFile]:
 
 def legacy_agent_files(project_dir: Path) -> list[Path]:
     """Flat `agent-*.jsonl` files that older CLIs wrote beside the sessions."""
+    confine(project_dir.parent)
     try:
         return sorted(
             p for p in project_dir.glob("agent-*.jsonl") if p.is_file() and stays_inside(project_dir.parent, p)

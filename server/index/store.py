@@ -35,6 +35,7 @@ from storage.folderstamp import settled
 from storage.indexdb import APPENDED as INDEX_APPENDED
 from storage.indexdb import DAMAGE, SAME, Identity, IndexDB, compare
 from storage.paths import AGENT_FILE_RE, is_session_file, linked_below, stays_inside
+from storage.projectroots import confine
 from storage.rows import Row
 from storage.sessions import SessionInfo, read_session_info
 
@@ -109,6 +110,7 @@ class ProjectIndex:
 
     def __init__(self, projects_dir: Path | str, *, persist: bool = True) -> None:
         self.projects_dir = norm(projects_dir)
+        confine(self.projects_dir)  # its files are read only through `storage.confined`: no link out is followed
         self.persist_enabled = persist
         self._db: IndexDB | None = None
         self._db_opened = False

@@ -1,0 +1,51 @@
+"""The projects folders this process reads from: each as given and as its real path.
+
+Discovery `confine`s every projects folder it lists (`storage.paths`, the index); a read of a path below one goes
+through `storage.confined.open_inside`, which follows no link leading out of it. Kept for the process's life (a
+forked worker inherits them); registering is idempotent and cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+_ROOTS: dict[str, str] = {}
+"""A projects folder as it was given, and as its real path, -> its real path (absolute, as strings)."""
+_LOCK = threading.Lock()
+
+
+def confine(projects_dir: Path | str) -> Path:
+    """Read files below `projects_dir` only through `storage.confined.open_inside` from now on; its real path."""
+    given = os.path.abspath(os.path.expanduser(os.fspath(projects_dir)))
+    known = _ROOTS.get(given)
+    if known is not None:
+        return Path(known)
+    real = os.path.realpath(given)
+    with _LOCK:
+        _ROOTS[given] = real
+        _ROOTS[real] = real
+    return Path(real)
+
+
+def absolute(path: Path | str) -> str:
+    """`path` as an absolute, normal path (`os.path.abspath`, skipped for one that is already: the common case)."""
+    text = os.fspath(path)
+    if text.startswith("/") and "//" not in text and "/./" not in text and "/../" not in text:
+        if not text.endswith(("/.", "/..")) and (len(text) == 1 or not text.endswith("/")):
+            return text
+    return os.path.abspath(text)
+
+
+def root_of(path: Path | str) -> tuple[str, str] | None:
+    """(the confined folder as `path` names it, its real path) for a path below a confined projects folder."""
+    if not _ROOTS:
+        return None
+    text = absolute(path)
+    end = len(text)
+    while (end := text.rfind("/", 0, end)) > 0:
+        real = _ROOTS.get(text[:end])
+        if real is not None:
+            return text[:end], real
+    return None
