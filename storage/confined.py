@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import errno
 import os
-import threading
 from pathlib import Path
 
 from storage.access import open_decided, open_decided_folder, open_in_folder, walk_folders
@@ -74,7 +73,6 @@ HELD_ROOTS = 16
 """At most this many projects folders are kept open (`_held_root`); the walk to others starts from `/`."""
 _HELD: dict[str, tuple[int, int, int]] = {}
 """A real projects folder -> (its descriptor, opened from `/` following no link, its device and inode)."""
-_LOCK = threading.Lock()
 
 
 def _held_root(root: str) -> int | None:
@@ -95,8 +93,7 @@ def _held_root(root: str) -> int | None:
     except (OSError, Unsafe):
         return None
     st = os.fstat(fd)
-    with _LOCK:
-        _HELD[root] = (fd, st.st_dev, st.st_ino)
+    _HELD[root] = (fd, st.st_dev, st.st_ino)  # no lock (one atomic assignment): forked workers come here too
     return os.dup(fd)
 
 

@@ -8,12 +8,10 @@ forked worker inherits them); registering is idempotent and cheap.
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 _ROOTS: dict[str, str] = {}
 """A projects folder as it was given, and as its real path, -> its real path (absolute, as strings)."""
-_LOCK = threading.Lock()
 
 
 def confine(projects_dir: Path | str) -> Path:
@@ -23,9 +21,8 @@ def confine(projects_dir: Path | str) -> Path:
     if known is not None:
         return Path(known)
     real = os.path.realpath(given)
-    with _LOCK:
-        _ROOTS[given] = real
-        _ROOTS[real] = real
+    _ROOTS[real] = real  # no lock: each assignment is atomic and the same every time (a forked worker that
+    _ROOTS[given] = real  # registered under a lock another thread held at the fork would wait for ever)
     return Path(real)
 
 
