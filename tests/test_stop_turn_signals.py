@@ -6,41 +6,16 @@ signal. Only a liveness bound (LIVENESS seconds)."""
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 
 import pytest
 from rawlsp import LIVENESS, RawServer
 from realcli import find_claude, run_claude
 from scripted_api import ScriptedModelServer
-from test_stopping import assert_interrupted_in_tool, hung, start_hung_turn
-from turnproc import TurnProcess, commands_with, new_session, wait_gone
+from test_stopping import assert_interrupted_in_tool, start_hung_turn, stop_hung_turn
+from turnproc import wait_gone
 
 from storage.recorder import INTERRUPTED_FOR_TOOL_USE
-
-
-def stop_hung_turn(projects: Path, work: Path, marker: str, sig: signal.Signals) -> tuple[str, Path]:
-    """A `turn` hung in a Bash call, stopped by `sig`: it ends with status 128 + `sig` and the command with it;
-    (the session id, its file)."""
-    sid, path = new_session(projects, work)
-    turn = TurnProcess(projects, work, hung(marker), "--resume", sid, "--allow", "Bash")
-    try:
-        turn.wait_tool()
-        deadline = time.monotonic() + LIVENESS
-        while not commands_with(marker):
-            assert time.monotonic() < deadline, "the hung command never started"
-            time.sleep(0.05)
-        turn.proc.send_signal(sig)
-        rc, took = turn.wait(LIVENESS)
-        assert rc is not None, f"`session-lsp turn` still runs {LIVENESS} s after {sig.name}"
-        gone = wait_gone(marker, LIVENESS)
-        assert gone is not None, "the hung command outlived the turn"
-        print(f"{sig.name}: `turn` ended with status {rc} after {took:.2f} s; the command gone {gone:.2f} s later")
-        assert rc == 128 + sig, (rc, turn.stderr[-1500:])
-        assert b"(cancelled)" in turn.stderr
-    finally:
-        turn.kill()
-    return sid, path
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import age
 from rawlsp import LIVENESS
-from turnproc import ROOT
+from turnproc import ROOT, children
 
 
 @pytest.fixture(scope="module")
@@ -25,19 +25,6 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = make_projects(tmp_path_factory.mktemp("stopworkers"), total_mb=40, seed=5)
     age(folder)
     return folder
-
-
-def _children(pid: int) -> set[int]:
-    out = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.add(int(entry.name))
-    return out
 
 
 def _alive(pid: int) -> bool:
@@ -85,7 +72,7 @@ def test_stopping_check_ends_its_workers_even_a_stuck_one(
         while len(workers) < 2:
             assert proc.poll() is None, f"check ended (status {proc.returncode}) before its workers were seen"
             assert time.monotonic() < deadline, "check never forked its workers"
-            workers = _children(proc.pid)
+            workers = children(proc.pid)
             time.sleep(0.002)
         while not all(_has_read(w) for w in workers):  # each past its start, in the pool's loop
             assert time.monotonic() < deadline, "the workers never read their tasks"

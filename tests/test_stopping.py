@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from rawlsp import LIVENESS, RawServer
-from turnproc import TurnProcess, commands_with, new_session, session_lsp, wait_gone
+from turnproc import TurnProcess, children, commands_with, new_session, session_lsp, wait_gone
 
 from storage.recorder import INTERRUPTED_FOR_TOOL_USE, REJECTED_TOOL_USE
 
@@ -159,7 +159,9 @@ def test_exit_ends_the_server_with_a_turn_hung(server: RawServer, work: Path, ma
     assert_interrupted_in_tool(path)
 
 
-def test_ctrl_c_ends_a_turn_command_hung_in_a_tool(projects: Path, work: Path, marker: str) -> None:
+def stop_hung_turn(projects: Path, work: Path, marker: str, sig: signal.Signals) -> tuple[str, Path]:
+    """A `turn` hung in a Bash call, stopped by `sig`: it ends with status 128 + `sig` and the command with it;
+    (the session id, its file)."""
     sid, path = new_session(projects, work)
     turn = TurnProcess(projects, work, hung(marker), "--resume", sid, "--allow", "Bash")
     try:
@@ -168,17 +170,22 @@ def test_ctrl_c_ends_a_turn_command_hung_in_a_tool(projects: Path, work: Path, m
         while not commands_with(marker):
             assert time.monotonic() < deadline, "the hung command never started"
             time.sleep(0.05)
-        turn.interrupt()
+        turn.proc.send_signal(sig)
         rc, took = turn.wait(LIVENESS)
-        assert rc is not None, f"`session-lsp turn` still runs {LIVENESS} s after Ctrl-C"
-        assert rc == 130, (rc, turn.stderr[-1500:])
+        assert rc is not None, f"`session-lsp turn` still runs {LIVENESS} s after {sig.name}"
         gone = wait_gone(marker, LIVENESS)
         assert gone is not None, "the hung command outlived the turn"
-        print(f"Ctrl-C: `turn` ended with status {rc} after {took:.2f} s; the command gone {gone:.2f} s later")
+        print(f"{sig.name}: `turn` ended with status {rc} after {took:.2f} s; the command gone {gone:.2f} s later")
+        assert rc == 128 + sig, (rc, turn.stderr[-1500:])
         assert b"(cancelled)" in turn.stderr
-        assert_interrupted_in_tool(path)
     finally:
         turn.kill()
+    return sid, path
+
+
+def test_ctrl_c_ends_a_turn_command_hung_in_a_tool(projects: Path, work: Path, marker: str) -> None:
+    _, path = stop_hung_turn(projects, work, marker, signal.SIGINT)
+    assert_interrupted_in_tool(path)
 
 
 @pytest.mark.parametrize("how", ["stdin closed", "SIGTERM", "SIGINT"])
@@ -205,19 +212,6 @@ def test_client_gone_ends_the_server_and_its_commands(
     assert_interrupted_in_tool(path)
 
 
-def _children(pid: int) -> set[int]:
-    out = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.add(int(entry.name))
-    return out
-
-
 def test_exit_during_the_first_index_ends_its_worker_processes(tmp_path: Path) -> None:
     """The first index reads a cold folder on forked worker processes; `exit` while they work ends them too, and
     the client sees the end of the server's output (no worker holds its pipes)."""
@@ -235,7 +229,7 @@ def test_exit_during_the_first_index_ends_its_worker_processes(tmp_path: Path) -
         workers: set[int] = set()
         while not workers:  # the fill has forked its workers
             assert time.monotonic() < deadline, "no worker process was started"
-            workers = _children(server.proc.pid)
+            workers = children(server.proc.pid)
             time.sleep(0.01)
         server.notify("exit")
         rc, _ = server.wait_exit(LIVENESS)
