@@ -45,4 +45,19 @@ def root_of(path: Path | str) -> tuple[str, str] | None:
         real = _ROOTS.get(text[:end])
         if real is not None:
             return text[:end], real
+    return _aliased_root(text)
+
+
+def _aliased_root(text: str) -> tuple[str, str] | None:
+    """`root_of` for a path that reaches a confined folder otherwise than as registered: through a link to it, to a
+    folder above it (`/proc/self/root/...`, a home reached through a link) or to a folder below it. Each folder on
+    the way is resolved, outermost first; the first whose real path is a confined folder or below one names it (a
+    folder below one is confined in its turn, stricter). Only a path no confined folder is a prefix of comes here:
+    `storage.fileopen` would read it with a plain open, which follows a link leading out."""
+    reals = set(_ROOTS.values())
+    start = 0
+    while (start := text.find("/", start + 1)) > 0:
+        real = os.path.realpath(text[:start])
+        if real in reals or any(real.startswith(root + "/") for root in reals):
+            return text[:start], real
     return None

@@ -318,3 +318,33 @@ def test_a_path_spelled_otherwise_is_confined_all_the_same(world: dict[str, Path
     _swap(world, target, "file")
     with pytest.raises(LeadsOut, match="leads out of the projects folder"):
         open_regular(spelling.format(p=world["projects"], s=SHOP, f=target.name)).close()
+
+
+@pytest.mark.parametrize("through", ["a link to the folder above", "/proc/self/root", "a link to the project folder"])
+def test_a_path_reaching_the_projects_folder_through_a_link_is_confined_all_the_same(
+    world: dict[str, Path], through: str
+) -> None:
+    """A path that reaches the discovered projects folder through a link (to a folder above it, `/proc/self/root`,
+    or to its project folder) names no confined folder as written: before, it was opened plainly and the file
+    swapped for a link out showed the outside rows. Now it is confined as its real spelling; a file there that is
+    not a link is read as before."""
+    from storage.fileopen import LeadsOut, open_regular, read_small
+
+    list(iter_project_dirs(world["projects"]))  # discovery
+    target = world["projects"] / SHOP / f"{S1}.jsonl"
+    kept = world["projects"] / SHOP / f"{S2}.jsonl"
+    if through == "a link to the folder above":
+        (world["tmp"] / "alias").symlink_to(world["projects"].parent, target_is_directory=True)
+        folder = f"{world['tmp']}/alias/projects/{SHOP}"
+    elif through == "/proc/self/root":
+        folder = f"/proc/self/root{world['projects']}/{SHOP}"
+    else:
+        (world["tmp"] / "alias").symlink_to(world["projects"] / SHOP, target_is_directory=True)
+        folder = f"{world['tmp']}/alias"
+    _swap(world, target, "file")
+    with open_regular(f"{folder}/{kept.name}") as fh:
+        assert fh.read() == kept.read_bytes()
+    with pytest.raises(LeadsOut, match="leads out of the projects folder"):
+        open_regular(f"{folder}/{target.name}").close()
+    assert read_small(f"{folder}/{target.name}", 1 << 20, follow_links=True) is None
+    assert MARKER.encode() in (world["outside"] / target.name).read_bytes()
