@@ -65,3 +65,38 @@ def test_sighup_ends_the_server_and_records_the_interruption(projects: Path, wor
         assert rc == 128 + signal.SIGHUP, rc
     (path,) = list(projects.rglob("*.jsonl"))
     assert_interrupted_in_tool(path)
+
+
+LANDS_IN_THE_LOCK = """
+import os, signal, threading
+from server.agent.cancel import CancelToken
+from server.commands.turn import _stopper
+
+token, stopped = CancelToken(), []
+signal.signal(signal.{sig}, _stopper(token, stopped))
+woken = threading.Event()
+token.on_cancel(woken.set)
+with token._lock:  # where the main thread is while it registers or drops a request's or a tool call's waker
+    os.kill(os.getpid(), signal.{sig})
+    sum(range(1000))  # the handler runs here, between two instructions, the lock held
+print(token.wait(60), woken.wait(60), stopped == [signal.{sig}], flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_landing_while_the_turn_holds_its_cancel_lock_still_cancels_it(sig: str) -> None:
+    """`turn`'s main thread takes the cancel token's lock for every model request and tool call (`on_cancel` and
+    its unregistering). A stopping signal handled there called `token.cancel()`, which waited for that lock on the
+    thread holding it: the turn hung for good (a real process, a real signal; it never printed). Now the handler
+    cancels on a thread of its own, which takes the lock once the main thread lets it go."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", LANDS_IN_THE_LOCK.format(sig=sig)],
+        capture_output=True,
+        text=True,
+        timeout=LIVENESS,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.split("\n")) == (0, ["True True True", ""]), done.stderr

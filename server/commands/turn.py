@@ -180,11 +180,13 @@ def cmd_turn(args: argparse.Namespace) -> int:
 
 def _stopper(token: CancelToken, stopped: list[int]) -> Callable[[int, Any], None]:
     """A handler of the signals that stop a turn: the turn is cancelled (the commands its tools started are killed,
-    and the interruption is recorded); SIGTERM or SIGHUP once more ends the process on the spot."""
+    and the interruption is recorded); SIGTERM or SIGHUP once more ends the process on the spot. The token is
+    cancelled on a thread of its own: the handler runs on the main thread between two of its instructions, maybe
+    while it holds the token's lock (registering a request's or a tool call's waker), which `cancel` takes."""
 
     def stop(signum: int, _frame: Any) -> None:
         stopped.append(signum)
-        token.cancel()
+        threading.Thread(target=token.cancel, name="turn-stop", daemon=True).start()
         if signum != signal.SIGINT:
             signal.signal(signum, signal.SIG_DFL)
 
