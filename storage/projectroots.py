@@ -2,7 +2,7 @@
 
 Discovery `confine`s every projects folder it lists (`storage.paths`, the index); a read of a path below one goes
 through `storage.confined.open_inside`, which follows no link leading out of it. Kept for the process's life (a
-forked worker inherits them); registering is idempotent and cheap.
+forked worker inherits them); registering is idempotent and cheap (one `realpath`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,10 @@ _ROOTS: dict[str, str] = {}
 def confine(projects_dir: Path | str) -> Path:
     """Read files below `projects_dir` only through `storage.confined.open_inside` from now on; its real path."""
     given = os.path.abspath(os.path.expanduser(os.fspath(projects_dir)))
-    known = _ROOTS.get(given)
-    if known is not None:
-        return Path(known)
-    real = os.path.realpath(given)
-    _ROOTS[real] = real  # no lock: each assignment is atomic and the same every time (a forked worker that
-    _ROOTS[given] = real  # registered under a lock another thread held at the fork would wait for ever)
+    real = os.path.realpath(given)  # again each time: a folder given through a link now leading elsewhere is
+    if _ROOTS.get(given) != real:  # read where discovery finds it now, not where it found it first
+        _ROOTS[real] = real  # no lock: each assignment is atomic (a forked worker that registered under a lock
+        _ROOTS[given] = real  # another thread held at the fork would wait for ever)
     return Path(real)
 
 

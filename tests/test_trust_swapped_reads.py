@@ -348,3 +348,25 @@ def test_a_path_reaching_the_projects_folder_through_a_link_is_confined_all_the_
         open_regular(f"{folder}/{target.name}").close()
     assert read_small(f"{folder}/{target.name}", 1 << 20, follow_links=True) is None
     assert MARKER.encode() in (world["outside"] / target.name).read_bytes()
+
+
+def test_a_projects_folder_given_through_a_link_is_read_where_the_link_now_leads(tmp_path: Path) -> None:
+    """The projects folder given through a link (`~/.claude/projects` kept on another disk), the link then moved to
+    another copy and the folder discovered again: before, the first real path was kept for that spelling for the
+    process's life, and the listing found the new copy's file while every read opened the old copy's."""
+    from storage.fileopen import open_regular
+
+    for disk, word in (("disk1", b"OLD"), ("disk2", b"NEW")):
+        (tmp_path / disk / "projects" / SHOP).mkdir(parents=True)
+        (tmp_path / disk / "projects" / SHOP / f"{S1}.jsonl").write_bytes(word + b"\n")
+    projects = tmp_path / "home" / "projects"
+    projects.parent.mkdir()
+    projects.symlink_to(tmp_path / "disk1" / "projects", target_is_directory=True)
+    assert [p.name for p in iter_project_dirs(projects)] == [SHOP]
+    with open_regular(projects / SHOP / f"{S1}.jsonl") as fh:
+        assert fh.read() == b"OLD\n"
+    projects.unlink()
+    projects.symlink_to(tmp_path / "disk2" / "projects", target_is_directory=True)
+    assert [p.name for p in iter_project_dirs(projects)] == [SHOP]
+    with open_regular(projects / SHOP / f"{S1}.jsonl") as fh:
+        assert fh.read() == b"NEW\n"
