@@ -70,9 +70,12 @@ def open_inside(path: Path | str, flags: int, named: tuple[str, str], *, follow_
 
 
 HELD_ROOTS = 16
-"""At most this many projects folders are kept open (`_held_root`); the walk to others starts from `/`."""
+"""At most this many descriptors of projects folders are ever kept open (`_held_root`), a folder replaced and opened
+again counting twice; the walk to others starts from `/`."""
 _HELD: dict[str, tuple[int, int, int]] = {}
 """A real projects folder -> (its descriptor, opened from `/` following no link, its device and inode)."""
+_KEPT: list[int] = []
+"""Every descriptor `_held_root` kept (none is ever closed: another thread may be duplicating it)."""
 
 
 def _held_root(root: str) -> int | None:
@@ -86,13 +89,14 @@ def _held_root(root: str) -> int | None:
     held = _HELD.get(root)
     if held is not None and (held[1], held[2]) == (now.st_dev, now.st_ino):
         return os.dup(held[0])
-    if held is None and len(_HELD) >= HELD_ROOTS:
+    if len(_KEPT) >= HELD_ROOTS:  # before, a folder replaced again and again left one more descriptor each time
         return None
     try:
         fd = open_decided_folder(root)
     except (OSError, Unsafe):
         return None
     st = os.fstat(fd)
+    _KEPT.append(fd)
     _HELD[root] = (fd, st.st_dev, st.st_ino)  # no lock (one atomic assignment): forked workers come here too
     return os.dup(fd)
 

@@ -370,3 +370,26 @@ def test_a_projects_folder_given_through_a_link_is_read_where_the_link_now_leads
     assert [p.name for p in iter_project_dirs(projects)] == [SHOP]
     with open_regular(projects / SHOP / f"{S1}.jsonl") as fh:
         assert fh.read() == b"NEW\n"
+
+
+def test_a_projects_folder_replaced_again_and_again_leaves_no_descriptor_each_time(tmp_path: Path) -> None:
+    """The projects folder replaced by a copy (a restore, a sync replacing it whole) 200 times, a file read after
+    each: before, each replacement left the old folder's descriptor open for the process's life (200 more, past
+    the default limit of 1024 after as many); now at most `HELD_ROOTS` are ever kept. Each read sees the copy."""
+    from storage.confined import HELD_ROOTS
+    from storage.fileopen import open_regular
+
+    projects = tmp_path / "projects"
+    (projects / SHOP).mkdir(parents=True)
+    list(iter_project_dirs(projects))
+    before = len(os.listdir("/proc/self/fd"))
+    for n in range(200):
+        projects.rename(tmp_path / "old")
+        (projects / SHOP).mkdir(parents=True)
+        (projects / SHOP / f"{S1}.jsonl").write_bytes(b"%d\n" % n)
+        shutil.rmtree(tmp_path / "old")
+        with open_regular(projects / SHOP / f"{S1}.jsonl") as fh:
+            assert fh.read() == b"%d\n" % n
+    kept = len(os.listdir("/proc/self/fd")) - before
+    print(f"200 replacements of the projects folder: {kept} descriptors more")
+    assert kept <= HELD_ROOTS
