@@ -13,6 +13,7 @@ Only the protocol's `load()` and `list_subkeys()` are used, so any `SessionStore
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from storage.access import resolve_target
+from storage.access import open_decided_folder, resolve_target
 from storage.errors import InUse, InvalidArgument, NotFound, OutsideProjects
 from storage.locking import make_private_dirs
 from storage.paths import UUID_RE, real_root, stays_inside
@@ -179,13 +180,20 @@ def write_files(projects_dir: Path, files: dict[Path, bytes]) -> None:
         if held[path] is not None:
             continue
         path = resolve_target(projects_dir, path=path, access="create")  # no planted link leads out
-        make_private_dirs(path.parent)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with os.fdopen(os.open(tmp, _CREATE, 0o600), "wb") as fh:
-            fh.write(data)
+        # and none swapped in since: the folder is walked from `/` (created 0700 where missing) following no link,
+        # and the file written in it by descriptor (before, a folder swapped for a link out after the decision
+        # took the session's file out)
+        folder = open_decided_folder(path.parent, made=[])
+        tmp = f".{path.name}.{os.getpid()}.tmp"
         try:
-            os.link(tmp, path)  # never replaces a file that appeared meanwhile
-        except FileExistsError as exc:
-            raise LocalFileExists(f"{path} appeared while writing; not overwritten") from exc
+            with os.fdopen(os.open(tmp, _CREATE, 0o600, dir_fd=folder), "wb") as fh:
+                fh.write(data)
+            try:
+                os.link(tmp, path.name, src_dir_fd=folder, dst_dir_fd=folder)  # never replaces a file that appeared
+            except FileExistsError as exc:
+                raise LocalFileExists(f"{path} appeared while writing; not overwritten") from exc
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp, dir_fd=folder)
         finally:
-            tmp.unlink(missing_ok=True)
+            os.close(folder)

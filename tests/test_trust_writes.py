@@ -150,3 +150,32 @@ def test_a_subagent_folder_swapped_for_a_symlink_takes_neither_its_rows_nor_its_
         sub.record_prompt("inside the subagent")
         rec.flush()
     assert sorted(outside.iterdir()) == []
+
+
+def test_a_project_folder_swapped_for_a_link_out_while_a_store_session_is_written_takes_nothing_out(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store session written into the projects folder (`store_materialize.write_files`): its project folder
+    swapped for a link to an outside folder just after the path was decided. Before, the file was written through
+    the link (the session's rows appeared outside); now the write walks the folder following no link: Unsafe,
+    nothing written anywhere."""
+    import storage.store_materialize as materialize
+    from storage.errors import Unsafe
+
+    projects, outside = world["projects"], world["outside"]
+    fresh = "77777777-7777-4777-8777-777777777777"
+    target = projects / SHOP / f"{fresh}.jsonl"
+    real_resolve = materialize.resolve_target
+
+    def resolve_then_swap(*args: object, **kwargs: object) -> Path:
+        decided = real_resolve(*args, **kwargs)  # type: ignore[arg-type]
+        (projects / SHOP).rename(world["tmp"] / "moved")
+        (projects / SHOP).symlink_to(outside, target_is_directory=True)
+        return decided
+
+    monkeypatch.setattr(materialize, "resolve_target", resolve_then_swap)
+    before = digest_tree(outside)
+    with pytest.raises(Unsafe):
+        materialize.write_files(projects, {target: b'{"type":"user","sessionId":"%s"}\n' % fresh.encode()})
+    assert digest_tree(outside) == before
+    assert not (world["tmp"] / "moved" / target.name).exists()
