@@ -53,9 +53,10 @@ def _aliased_root(text: str) -> tuple[str, str] | None:
     folder below one is confined in its turn, stricter). Only a path no confined folder is a prefix of comes here:
     `storage.fileopen` would read it with a plain open, which follows a link leading out."""
     reals = set(_ROOTS.values())
-    start = 0
-    while (start := text.find("/", start + 1)) > 0:
-        real = os.path.realpath(text[:start])
+    real, end = "/", 0
+    while (end := text.find("/", end + 1)) > 0:  # resolved one folder at a time: one `lstat` each, not a walk
+        step = os.path.join(real, text[text.rfind("/", 0, end) + 1 : end])
+        real = os.path.realpath(step) if os.path.islink(step) else step
         if real in reals or any(real.startswith(root + "/") for root in reals):
-            return text[:start], real
+            return text[:end], real
     return None
