@@ -20,12 +20,16 @@ DIR_MODE = 0o700
 
 
 @contextmanager
-def locked_append_fd(path: os.PathLike[str] | str, *, made: list[str] | None = None) -> Iterator[int]:
-    """An `O_APPEND` descriptor on `path` (created 0600), exclusively `flock`ed while open. `path` is
-    a decided real path (`storage.access`), opened by `open_decided`: a folder or the file swapped for
-    a symlink since, a FIFO put in its place or a hard link is refused. With `made`, missing folders
-    are created 0700 on the way and listed there."""
-    fd = open_decided(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE, made=made)
+def locked_append_fd(
+    path: os.PathLike[str] | str, *, made: list[str] | None = None, create: bool = True
+) -> Iterator[int]:
+    """An `O_APPEND` descriptor on `path` (created 0600 unless `create` is false: then a missing file or
+    folder raises `FileNotFoundError`), exclusively `flock`ed while open. `path` is a decided real path
+    (`storage.access`), opened by `open_decided`: a folder or the file swapped for a symlink since, a
+    FIFO put in its place or a hard link is refused. With `made`, missing folders are created 0700 on
+    the way and listed there."""
+    flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+    fd = open_decided(path, flags, FILE_MODE, made=made if create else None)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield fd

@@ -373,6 +373,8 @@ class SessionRecorder(_Writer):
             trailer=self._trailer,
             sole_writer=mark_live,  # admitted: any byte not ours is another writer's
         )
+        if self.materialized:  # resumed: its file is never made again if it goes
+            self._queue.expect(path)
 
     # ---- construction -------------------------------------------------------------------------
 

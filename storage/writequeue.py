@@ -69,35 +69,54 @@ class ForeignAppend(InUse):
     """A file we write as its only admitted writer changed size by bytes we did not write."""
 
 
+class Vanished(InUse):
+    """A file that existed (we resumed it or wrote it) is gone, or its folder is: appending would make a
+    new file holding only the lines after the loss, so nothing is written."""
+
+
 def append_lines(
-    path: Path, data: bytes, *, fsync: bool = False, ends: dict[Path, int] | None = None
+    path: Path, data: bytes, *, fsync: bool = False, ends: dict[Path, int] | None = None, create: bool = True
 ) -> TornTail | None:
     """Append whole lines to `path` in one locked `O_APPEND` write; seal a torn tail first. Missing
-    folders on the way are made 0700; a path that no longer is what `storage.access` decided raises
-    (see `storage.access.open_decided`) and nothing is written. With `ends` (a sole writer's record of
+    folders on the way are made 0700 (with `create`; without it a missing file or folder raises
+    `Vanished`); a path that no longer is what `storage.access` decided raises (see
+    `storage.access.open_decided`) and nothing is written. With `ends` (a sole writer's record of
     where its last append to each file ended), a file that grew or shrank since raises `ForeignAppend`
     and nothing is written: someone that takes no lock (the real CLI) writes into it too."""
     made: list[str] = []
     existed = path.exists()
-    with locked_append_fd(path, made=made) as fd:
-        ok, size = _ends_with_newline(fd)
-        expected = None if ends is None else ends.get(path)
-        if expected is not None and size != expected:
-            change = f"appended {size - expected} bytes to" if size > expected else "cut"
-            raise ForeignAppend(
-                f"{path}: another process {change} this session while we were its admitted writer "
-                "(the real CLI takes no lock of ours); nothing more is written into it"
-            )
-        torn = None if ok else TornTail(path, size)
-        out = data if ok else b"\n" + data
-        _write_all(fd, out)
-        if ends is not None:
-            ends[path] = size + len(out)
-        if fsync:
-            os.fsync(fd)
+    try:
+        with locked_append_fd(path, made=made, create=create) as fd:
+            torn = _append_locked(fd, path, data, fsync=fsync, ends=ends)
+    except FileNotFoundError:
+        if create:
+            raise
+        raise Vanished(
+            f"{path}: this session's file or its folder was moved or deleted while we wrote it; "
+            "nothing more is written into it"
+        ) from None
     if fsync and (made or not existed):
         for d in {path.parent, *(Path(c).parent for c in made)}:
             _fsync_dir(d)
+    return torn
+
+
+def _append_locked(fd: int, path: Path, data: bytes, *, fsync: bool, ends: dict[Path, int] | None) -> TornTail | None:
+    ok, size = _ends_with_newline(fd)
+    expected = None if ends is None else ends.get(path)
+    if expected is not None and size != expected:
+        change = f"appended {size - expected} bytes to" if size > expected else "cut"
+        raise ForeignAppend(
+            f"{path}: another process {change} this session while we were its admitted writer "
+            "(the real CLI takes no lock of ours); nothing more is written into it"
+        )
+    torn = None if ok else TornTail(path, size)
+    out = data if ok else b"\n" + data
+    _write_all(fd, out)
+    if ends is not None:
+        ends[path] = size + len(out)
+    if fsync:
+        os.fsync(fd)
     return torn
 
 
@@ -129,6 +148,8 @@ class WriteQueue:
         since its own last append to it (`ForeignAppend`), keeping the lines queued."""
         self.fsync = fsync
         self._ends: dict[Path, int] | None = {} if sole_writer else None
+        self._existing: set[Path] = set()
+        """Files that exist (told by `expect`, or appended to): never made again if they vanish."""
         self.interval = interval
         self.on_torn = on_torn
         self.trailer = trailer
@@ -152,6 +173,12 @@ class WriteQueue:
             self._pending.append(_Pending(Path(path), line, key))
             self._start_timer()
         self._wake.set()
+
+    def expect(self, path: Path) -> None:
+        """`path` exists (a resumed session's file): if it or its folder is gone at a flush, nothing is
+        created and the flush reports `Vanished`, as for a file this queue appended to before."""
+        with self._lock:
+            self._existing.add(Path(path))
 
     @property
     def pending(self) -> int:
@@ -200,12 +227,16 @@ class WriteQueue:
                     data = b"".join(i.data for i in chunk)
                     if self.trailer is not None and n == len(chunks) - 1:
                         data += self.trailer(path, [i.key for i in items]) or b""
+                    with self._lock:
+                        create = path not in self._existing
                     try:
-                        torn = append_lines(path, data, fsync=self.fsync, ends=self._ends)
+                        torn = append_lines(path, data, fsync=self.fsync, ends=self._ends, create=create)
                     except (OSError, SessionLspError) as exc:
                         result.errors.append((path, exc))
                         failed.extend(chunk)
                         continue
+                    with self._lock:
+                        self._existing.add(path)
                     if torn is not None:
                         result.sealed.append(torn)
                         self.sealed.append(torn)

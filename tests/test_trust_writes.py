@@ -84,7 +84,7 @@ def test_a_project_folder_swapped_for_a_symlink_during_a_turn_takes_no_write_out
         "turn", "--resume", S1, "--provider", "anthropic", "--allow", "Bash", "--cwd", str(work),
         "--projects-dir", str(projects), f"BASH {swap}",
     )  # fmt: skip
-    assert folder.is_symlink() and moved.is_dir(), "the Bash call did not run"
+    assert folder.is_symlink() and moved.is_dir(), ("the Bash call did not run", out.returncode, out.stdout, out.stderr)
     assert sorted(elsewhere.iterdir()) == [], (out.returncode, out.stderr)
     assert out.returncode == 2, (out.stdout, out.stderr)
     last = out.stderr.splitlines()[-1]  # after the progress line of the Bash call
@@ -179,3 +179,59 @@ def test_a_project_folder_swapped_for_a_link_out_while_a_store_session_is_writte
         materialize.write_files(projects, {target: b'{"type":"user","sessionId":"%s"}\n' % fresh.encode()})
     assert digest_tree(outside) == before
     assert not (world["tmp"] / "moved" / target.name).exists()
+
+
+@pytest.mark.parametrize("gone", ["file", "folder"])
+@pytest.mark.parametrize("known", ["appended before", "resumed"])
+def test_a_session_file_that_vanishes_between_two_appends_is_never_made_again(
+    tmp_path: Path, gone: str, known: str
+) -> None:
+    """A file the queue wrote before (or was told exists: a resumed session) is moved away, or its folder is,
+    between two flushes: the queue makes neither the folder nor the file again (a new file would hold only the
+    rows after the loss, their parents missing), reports `Vanished`, keeps the lines queued, and writes them once
+    the file is back. Before, the folder (0700) and a file holding only the later rows were made."""
+    from storage.writequeue import Vanished, WriteQueue
+
+    folder = tmp_path / "projects" / SHOP
+    folder.mkdir(parents=True)
+    path = folder / f"{S1}.jsonl"
+    path.write_bytes(b'{"type":"tag","tag":"zero"}\n')
+    queue = WriteQueue(interval=None, sole_writer=True)
+    if known == "resumed":
+        queue.expect(path)
+    else:
+        queue.put(path, b'{"type":"tag","tag":"one"}\n')
+        queue.flush()
+    original = path.read_bytes()
+    aside = tmp_path / "aside"
+    (folder if gone == "folder" else path).rename(aside)
+    queue.put(path, b'{"type":"tag","tag":"two"}\n')
+    with pytest.raises(Vanished, match="moved or deleted"):
+        queue.flush()
+    assert not (folder if gone == "folder" else path).exists()
+    assert queue.pending == 1
+    aside.rename(folder if gone == "folder" else path)
+    queue.close()
+    assert path.read_bytes() == original + b'{"type":"tag","tag":"two"}\n'
+
+
+def test_a_project_folder_moved_away_during_a_turn_is_not_made_again(world: dict[str, Path]) -> None:
+    """The model's Bash call moves the resumed session's project folder away (nothing in its place): the turn's
+    later rows are refused with a clear error, no folder or file is made in its place, and the moved file keeps
+    what was written before, in whole lines (the swap test above raced with this on a loaded machine: the
+    write queue's timer made the folder again between the `mv` and the `ln`)."""
+    projects, work = world["projects"], world["work"]
+    folder = projects / SHOP
+    moved = projects / "moved-away"
+    before = (folder / f"{S1}.jsonl").read_bytes()
+    out = cli(
+        "turn", "--resume", S1, "--provider", "anthropic", "--allow", "Bash", "--cwd", str(work),
+        "--projects-dir", str(projects), f"BASH mv {folder} {moved}",
+    )  # fmt: skip
+    assert moved.is_dir(), ("the Bash call did not run", out.returncode, out.stdout, out.stderr)
+    assert not folder.exists(), sorted(folder.iterdir())
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    last = out.stderr.splitlines()[-1]
+    assert last.startswith("session-lsp: ") and "moved or deleted" in last, out.stderr
+    after = (moved / f"{S1}.jsonl").read_bytes()
+    assert after.startswith(before) and after.endswith(b"\n")
