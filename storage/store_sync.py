@@ -224,4 +224,4 @@ def _catch_up(projects_dir: Path, session: Any, main: Path) -> None:
     missing = {projects_dir / rel: data for rel, data in session_files(session).items()}
     write_files(projects_dir, {p: data for p, data in missing.items() if not p.exists()})
     for path, rows in behind.items():
-        append_lines(path, jsonl_bytes(rows))
+        append_lines(path, jsonl_bytes(rows), create=False)  # read above: never made again if it went since

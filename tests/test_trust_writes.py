@@ -235,3 +235,29 @@ def test_a_project_folder_moved_away_during_a_turn_is_not_made_again(world: dict
     assert last.startswith("session-lsp: ") and "moved or deleted" in last, out.stderr
     after = (moved / f"{S1}.jsonl").read_bytes()
     assert after.startswith(before) and after.endswith(b"\n")
+
+
+def test_a_session_file_deleted_before_a_rename_is_written_is_not_made_again(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rename`/`tag` append one metadata row to a session file they found; the file is moved away between that
+    check and the append (here inside the admission, the last step before it): the row is refused, and no file
+    holding only that row is made under the session's name (before, one was: a session of one title row)."""
+    import contextlib
+
+    import storage.metadata as metadata
+    from storage.writequeue import Vanished
+
+    path = world["projects"] / SHOP / f"{S1}.jsonl"
+    real_admit = metadata.admit
+
+    @contextlib.contextmanager
+    def admit_then_move(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        with real_admit(*args, **kwargs):  # type: ignore[arg-type]
+            path.rename(world["tmp"] / "kept-aside.jsonl")
+            yield
+
+    monkeypatch.setattr(metadata, "admit", admit_then_move)
+    with pytest.raises(Vanished):
+        metadata.append_metadata(path, {"type": "custom-title", "customTitle": "renamed"})
+    assert not path.exists()
