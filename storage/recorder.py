@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from storage.access import new_session_path, resolve_target
+from storage.access import new_session_path, open_decided_folder, resolve_target, walk_folders
 from storage.admission import Admission, admit
 from storage.chain import build_chain
 from storage.errors import InUse, InvalidArgument
@@ -27,7 +27,7 @@ from storage.livesession import config_dir_of
 from storage.paths import AGENT_ID_RE, project_folder_name, resolve_cwd
 from storage.reader import read_entries
 from storage.transcript import Transcript
-from storage.writequeue import FLUSH_INTERVAL, TornTail, WriteQueue
+from storage.writequeue import FLUSH_INTERVAL, TornTail, Vanished, WriteQueue
 
 DEFAULT_VERSION = "2.1.328"
 """The CLI version we stamp by default: the format we write is the one this version reads."""
@@ -654,7 +654,34 @@ class SessionRecorder(_Writer):
 
 
 def _write_meta(sub: SubagentRecorder) -> None:
-    """The subagent's `.meta.json` sidecar (0600, folders 0700), written once before its rows."""
-    from storage.metadata import write_private_json
+    """The subagent's `.meta.json` sidecar (0600, folders 0700), written once before its rows. Once the session's
+    file was written (or resumed), its `<sessionId>/subagents` folders are made only inside its project folder and
+    beside its file: if either is gone, `Vanished` and nothing is made. The subagent's file is then made only in
+    the folder this made (`WriteQueue.expect_folder`)."""
+    from storage.metadata import write_private_json, write_private_json_in
 
-    write_private_json(sub.meta_path, sub.meta)
+    rec = sub.rec
+    if rec.materialized:
+        rec._queue.flush()  # the session's rows go first: its file exists from here on
+    if not rec._queue.known(rec.path):  # nothing of the session written yet: its folders are made as for its file
+        write_private_json(sub.meta_path, sub.meta)
+        rec._queue.expect_folder(sub.path)
+        return
+    project = rec.path.parent
+    try:
+        folder = open_decided_folder(project)
+        try:
+            os.stat(rec.path.name, dir_fd=folder, follow_symlinks=False)
+        except BaseException:
+            os.close(folder)
+            raise
+    except FileNotFoundError:
+        raise Vanished(
+            f"{rec.path}: this session's file or its folder was moved or deleted; its subagent "
+            f"{sub.agent_id} is not written (no folder is made for it)"
+        ) from None
+    inner = [str(n) for n in sub.path.parent.relative_to(project).parts]
+    write_private_json_in(
+        walk_folders(folder, inner, sub.path.parent, made=[], at=str(project)), sub.meta_path.name, sub.meta
+    )
+    rec._queue.expect_folder(sub.path)

@@ -74,22 +74,45 @@ class Vanished(InUse):
     new file holding only the lines after the loss, so nothing is written."""
 
 
+class AppendFailed(SessionLspError, OSError):
+    """The system refused an append (a read-only or immutable file or folder, a full disk, an I/O error):
+    nothing of it was written and its lines stay queued. Still an `OSError`, with the refusal's errno."""
+
+    reason = "write-failed"
+
+    def __init__(self, path: Path, exc: OSError, queued: int) -> None:
+        OSError.__init__(self, exc.errno, exc.strerror, str(path))
+        self.message = (
+            f"{path}: appending to this session failed ({exc.strerror or exc}); {queued} queued line(s) not written"
+        )
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def append_lines(
-    path: Path, data: bytes, *, fsync: bool = False, ends: dict[Path, int] | None = None, create: bool = True
+    path: Path,
+    data: bytes,
+    *,
+    fsync: bool = False,
+    ends: dict[Path, int] | None = None,
+    create: bool = True,
+    folders: bool = True,
 ) -> TornTail | None:
     """Append whole lines to `path` in one locked `O_APPEND` write; seal a torn tail first. Missing
-    folders on the way are made 0700 (with `create`; without it a missing file or folder raises
-    `Vanished`); a path that no longer is what `storage.access` decided raises (see
+    folders on the way are made 0700 (with `create` and `folders`; with `create` alone the file may be
+    made but a missing folder raises `Vanished`, and without `create` a missing file does too); a path that no
+    longer is what `storage.access` decided raises (see
     `storage.access.open_decided`) and nothing is written. With `ends` (a sole writer's record of
     where its last append to each file ended), a file that grew or shrank since raises `ForeignAppend`
     and nothing is written: someone that takes no lock (the real CLI) writes into it too."""
     made: list[str] = []
     existed = path.exists()
     try:
-        with locked_append_fd(path, made=made, create=create) as fd:
+        with locked_append_fd(path, made=made if folders else None, create=create) as fd:
             torn = _append_locked(fd, path, data, fsync=fsync, ends=ends)
     except FileNotFoundError:
-        if create:
+        if create and folders:
             raise
         raise Vanished(
             f"{path}: this session's file or its folder was moved or deleted while we wrote it; "
@@ -150,6 +173,8 @@ class WriteQueue:
         self._ends: dict[Path, int] | None = {} if sole_writer else None
         self._existing: set[Path] = set()
         """Files that exist (told by `expect`, or appended to): never made again if they vanish."""
+        self._in_folders: set[Path] = set()
+        """Files whose folder exists (told by `expect_folder`): the file may be made, the folder never again."""
         self.interval = interval
         self.on_torn = on_torn
         self.trailer = trailer
@@ -179,6 +204,17 @@ class WriteQueue:
         created and the flush reports `Vanished`, as for a file this queue appended to before."""
         with self._lock:
             self._existing.add(Path(path))
+
+    def expect_folder(self, path: Path) -> None:
+        """The folder of `path` exists (a subagent's, made with its `.meta.json`): `path` may be created at a
+        flush, but if its folder is gone nothing is made and the flush reports `Vanished`."""
+        with self._lock:
+            self._in_folders.add(Path(path))
+
+    def known(self, path: Path) -> bool:
+        """Whether `path` exists as far as this queue knows (`expect`ed, or appended to)."""
+        with self._lock:
+            return Path(path) in self._existing
 
     @property
     def pending(self) -> int:
@@ -229,8 +265,11 @@ class WriteQueue:
                         data += self.trailer(path, [i.key for i in items]) or b""
                     with self._lock:
                         create = path not in self._existing
+                        folders = path not in self._in_folders
                     try:
-                        torn = append_lines(path, data, fsync=self.fsync, ends=self._ends, create=create)
+                        torn = append_lines(
+                            path, data, fsync=self.fsync, ends=self._ends, create=create, folders=folders
+                        )
                     except (OSError, SessionLspError) as exc:
                         result.errors.append((path, exc))
                         failed.extend(chunk)
@@ -260,7 +299,7 @@ class WriteQueue:
             path, exc = result.errors[0]
             if isinstance(exc, SessionLspError):
                 raise exc
-            raise OSError(exc.errno, f"append to {path} failed: {exc.strerror}", str(path)) from exc
+            raise AppendFailed(path, exc, self.pending) from exc
         return result
 
     def close(self) -> FlushResult:

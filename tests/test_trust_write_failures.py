@@ -1,0 +1,140 @@
+"""The file system changing under a turn's writer: the session file made immutable (read-only even for
+root), its project folder moved away while the model goes on, a subagent started after the session's folder
+went. Real files, the real `session-lsp turn` command and the scripted test model on loopback; each test
+checks that nothing was made that was not there, that the file keeps whole lines, and that the error is one
+clear line."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS
+from scripted_api import ScriptedModelServer, session_id_from_metadata
+
+SHOP = "-Users-me-shop"
+S1 = "11111111-1111-4111-8111-111111111111"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "server.cli", *args], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+
+
+def tree(root: Path) -> list[str]:
+    """Every path under `root` but the live-session registry (our record goes when the recorder closes)."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if "sessions" not in p.relative_to(root).parts)
+
+
+def requests_of(model: ScriptedModelServer, session_id: str) -> int:
+    return sum(1 for r in model.requests if session_id_from_metadata(r) == session_id)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict[str, Path]:
+    projects = tmp_path / "config" / "projects"
+    shutil.copytree(CORPUS / "projects", projects)
+    work = tmp_path / "work"
+    work.mkdir()
+    return {"projects": projects, "work": work, "tmp": tmp_path}
+
+
+@pytest.fixture
+def immutable(tmp_path: Path) -> Iterator[list[Path]]:
+    """Files the test makes immutable (`chattr +i`: read-only even for root); made mutable again at the end."""
+    probe = tmp_path / "probe"
+    probe.write_bytes(b"")
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(probe)]).returncode != 0:
+        pytest.skip("chattr +i is not available here (needs CAP_LINUX_IMMUTABLE on ext4/xfs/btrfs)")
+    subprocess.run(["chattr", "-i", str(probe)], check=True)
+    made: list[Path] = []
+    yield made
+    for path in made:
+        subprocess.run(["chattr", "-i", str(path)], check=False)
+
+
+def test_a_session_file_made_immutable_during_a_turn_is_one_clear_error(
+    world: dict[str, Path], immutable: list[Path], scripted_model: ScriptedModelServer
+) -> None:
+    """The model's Bash call makes the resumed session's file immutable (as root can't make it read-only by its
+    mode). Before, the turn asked the model again, then failed at its end with a traceback and status 1; now the
+    append's refusal is a `session-lsp:` line naming the file and the reason, status 2, the model is not asked
+    again, and the file holds what was written before, whole lines."""
+    path = world["projects"] / SHOP / f"{S1}.jsonl"
+    immutable.append(path)
+    before = path.read_bytes()
+    asked = requests_of(scripted_model, S1)
+    out = cli(
+        "turn", "--resume", S1, "--provider", "anthropic", "--allow", "Bash", "--cwd", str(world["work"]),
+        "--projects-dir", str(world["projects"]), f"BASH chattr +i {path}",
+    )  # fmt: skip
+    assert "i" in subprocess.run(["lsattr", str(path)], capture_output=True, text=True).stdout.split()[0]
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "Traceback" not in out.stderr, out.stderr
+    last = out.stderr.splitlines()[-1]
+    assert last.startswith("session-lsp: ") and str(path) in last and "Operation not permitted" in last, out.stderr
+    assert requests_of(scripted_model, S1) - asked == 1
+    after = path.read_bytes()
+    assert after.startswith(before) and after.endswith(b"\n") and len(after) > len(before)
+
+
+def test_a_turn_whose_file_went_away_asks_the_model_nothing_more(
+    world: dict[str, Path], scripted_model: ScriptedModelServer
+) -> None:
+    """The model's Bash call moves the project folder away: the tool's result cannot be recorded. Before, the turn
+    went on (it asked the model again with the result and printed its reply, recorded nowhere) and failed only at
+    its end; now it stops at the first write refused, before the next request."""
+    projects = world["projects"]
+    folder, moved = projects / SHOP, projects / "moved-away"
+    asked = requests_of(scripted_model, S1)
+    out = cli(
+        "turn", "--resume", S1, "--provider", "anthropic", "--allow", "Bash", "--cwd", str(world["work"]),
+        "--projects-dir", str(projects), f"BASH mv {folder} {moved}",
+    )  # fmt: skip
+    assert moved.is_dir() and not folder.exists(), out.stderr
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "moved or deleted" in out.stderr.splitlines()[-1], out.stderr
+    assert requests_of(scripted_model, S1) - asked == 1
+    assert "I read it" not in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("gone", ["project folder", "session file", "subagents folder"])
+def test_a_subagent_started_after_its_session_went_makes_no_folder(tmp_path: Path, gone: str) -> None:
+    """A session is written, then its project folder (or its file) is moved away before a subagent's first row,
+    or the `<session>/subagents` folder after the subagent's `.meta.json` was written, before its first row was. Before, the subagent's
+    first write made the missing folders again (0700) with its `.meta.json` and its rows, beside no session; now
+    it raises `Vanished`, nothing is made, and the moved session is untouched."""
+    from storage.recorder import SessionRecorder
+    from storage.writequeue import Vanished
+
+    projects, work = tmp_path / "config" / "projects", tmp_path / "work"
+    work.mkdir()
+    rec = SessionRecorder.create(projects, str(work), interval=None)
+    rec.record_prompt("hello")
+    rec.flush()
+    folder = rec.path.parent
+    aside = tmp_path / "aside"
+    sub = rec.record_subagent("a0123456789abcdef", description="look around")
+    if gone == "subagents folder":
+        sub.record_prompt("first row")  # writes the `.meta.json`, queues the row
+        sub.path.parent.rename(aside)
+    else:
+        (folder if gone == "project folder" else rec.path).rename(aside)
+    before = tree(tmp_path)
+    with pytest.raises(Vanished):
+        if gone != "subagents folder":
+            sub.record_prompt("inside the subagent")
+        rec.flush()
+    assert tree(tmp_path) == before
+    with pytest.raises(Vanished):
+        rec.close()
+    assert tree(tmp_path) == before
+    if gone != "subagents folder":
+        assert not os.path.lexists(sub.meta_path) and not os.path.lexists(sub.path)
