@@ -135,12 +135,28 @@ def _append_locked(fd: int, path: Path, data: bytes, *, fsync: bool, ends: dict[
         )
     torn = None if ok else TornTail(path, size)
     out = data if ok else b"\n" + data
-    _write_all(fd, out)
+    try:
+        _write_all(fd, out)
+    except OSError:
+        _cut_back(fd, size, len(out))
+        raise
     if ends is not None:
         ends[path] = size + len(out)
     if fsync:
         os.fsync(fd)
     return torn
+
+
+def _cut_back(fd: int, size: int, length: int) -> None:
+    """After a write that failed part way (a full disk takes what fits, then refuses the rest): the file is cut
+    back to `size`, where it ended before, so it keeps whole lines and its size is still the one a sole writer
+    recorded. Only bytes that can be ours are cut: a file now longer than `size + length` is left as it is."""
+    try:
+        now = os.fstat(fd).st_size
+        if size < now <= size + length:
+            os.ftruncate(fd, size)
+    except OSError:
+        pass
 
 
 def _fsync_dir(path: Path) -> None:

@@ -6,6 +6,7 @@ clear line."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -138,3 +139,63 @@ def test_a_subagent_started_after_its_session_went_makes_no_folder(tmp_path: Pat
     assert tree(tmp_path) == before
     if gone != "subagents folder":
         assert not os.path.lexists(sub.meta_path) and not os.path.lexists(sub.path)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 64 KiB file system (tmpfs) to fill up; unmounted at the end."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    if (
+        shutil.which("mount") is None
+        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)]).returncode
+    ):
+        pytest.skip("cannot mount a small tmpfs here (needs CAP_SYS_ADMIN) to make a real ENOSPC")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def fill(disk: Path, leave: int) -> Path:
+    """Fill `disk` up, then free `leave` bytes: the next larger write fits only in part."""
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    os.truncate(filler, filler.stat().st_size - leave)
+    return filler
+
+
+def test_a_full_disk_leaves_no_torn_line_and_the_lines_are_written_once_there_is_room(small_disk: Path) -> None:
+    """A real full disk takes the part of an append that fits, then refuses the rest (ENOSPC). Before, that part
+    stayed (8121 bytes of a line without its end) and every later flush of the session's sole writer blamed
+    `another process` (ForeignAppend), so the lines were never written; now the file is cut back to where it
+    ended, the error is `AppendFailed` (ENOSPC), the line stays queued, and once there is room it is written
+    whole, once."""
+    from storage.writequeue import AppendFailed, WriteQueue
+
+    folder = small_disk / "projects" / SHOP
+    folder.mkdir(parents=True)
+    path = folder / f"{S1}.jsonl"
+    path.write_bytes(b'{"type":"tag","tag":"zero","sessionId":"%s"}\n' % S1.encode())
+    queue = WriteQueue(interval=None, sole_writer=True)
+    queue.put(path, b'{"type":"tag","tag":"one"}\n')
+    queue.flush()
+    original = path.read_bytes()
+    filler = fill(small_disk, 4096)
+    line = b'{"type":"tag","tag":"' + b"y" * 10000 + b'"}\n'
+    queue.put(path, line)
+    with pytest.raises(AppendFailed) as refused:
+        queue.flush()
+    assert refused.value.errno == errno.ENOSPC and str(path) in str(refused.value)
+    assert path.read_bytes() == original
+    assert queue.pending == 1
+    filler.unlink()
+    queue.close()
+    assert path.read_bytes() == original + line
