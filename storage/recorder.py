@@ -360,7 +360,6 @@ class SessionRecorder(_Writer):
         self._held: list[tuple[bytes, str | None]] = []
         self._lock = threading.RLock()
         self._message_keys: set[str] = set()
-        self._last_leaf_written: str | None = None
         config = config_dir if config_dir is not None else config_dir_of(path.parent.parent)
         self._config_dir = config
         self._admission: Admission | None = None
@@ -453,7 +452,6 @@ class SessionRecorder(_Writer):
         rec.chain.cursor = (chain.rows[-1].uuid or None) if chain.rows else None  # uuid-less rows share ""
         messages = [r for r in chain.rows if r.is_message]
         rec.chain.last_message = (messages[-1].uuid or None) if messages else rec.chain.cursor
-        rec._last_leaf_written = rec.chain.last_message
         for row, body in zip(meta_rows, bodies):
             if row.type == "last-prompt":
                 if isinstance(body.get("lastPrompt"), str):
@@ -497,9 +495,10 @@ class SessionRecorder(_Writer):
         if path != self.path or self.closed:
             return None
         leaf = next((k for k in reversed(keys) if k and k in self._message_keys), None)
-        if leaf is None or leaf == self._last_leaf_written:
+        if leaf is None:
             return None
-        self._last_leaf_written = leaf
+        # no memory of a leaf already written: a batch whose append was refused is retried with its keys, and
+        # its `last-prompt` must come with it (before, it was counted as written and the retry came without)
         return dump_line(self._last_prompt_entry(leaf))
 
     def _last_prompt_entry(self, leaf: str | None) -> dict[str, Any]:
@@ -624,7 +623,6 @@ class SessionRecorder(_Writer):
                     tail += [self.metadata[t] for t in METADATA_ORDER if t in self.metadata]
                     for entry in tail:
                         self._queue.put(self.path, dump_line(entry), None)
-                    self._last_leaf_written = self.chain.last_message
             durable += self._queue.close().durable
             return durable
         finally:

@@ -199,3 +199,34 @@ def test_a_full_disk_leaves_no_torn_line_and_the_lines_are_written_once_there_is
     filler.unlink()
     queue.close()
     assert path.read_bytes() == original + line
+
+
+def test_rows_written_after_a_refused_flush_come_with_their_last_prompt(tmp_path: Path) -> None:
+    """A reply is recorded while the session's file is moved away (the flush is refused), then the file is back
+    and the next flush writes the reply. Before, the refused batch's `last-prompt` was counted as written, so the
+    retry came without one: the file's last `last-prompt` named the prompt, not the reply (what `list` reports as
+    the leaf, and what a turn killed before its close leaves); now it names the reply."""
+    import json
+
+    from storage.recorder import SessionRecorder
+    from storage.writequeue import Vanished
+
+    work = tmp_path / "work"
+    work.mkdir()
+    rec = SessionRecorder.create(tmp_path / "config" / "projects", str(work), interval=None)
+    prompt = rec.record_prompt("hello")
+    rec.flush()
+    rec.path.rename(tmp_path / "aside")
+    (reply,) = rec.record_assistant({"content": [{"type": "text", "text": "hi"}], "model": "claude-opus-5-5"})
+    with pytest.raises(Vanished):
+        rec.flush()
+    (tmp_path / "aside").rename(rec.path)
+    rec.flush()
+    rows = [json.loads(line) for line in rec.path.read_bytes().splitlines()]
+    assert [(r["type"], r.get("uuid") or r.get("leafUuid")) for r in rows] == [
+        ("user", prompt),
+        ("last-prompt", prompt),
+        ("assistant", reply),
+        ("last-prompt", reply),
+    ]
+    rec.close()
