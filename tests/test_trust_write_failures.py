@@ -15,12 +15,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import pytest_lsp
 from conftest import CORPUS
+from lspserver import SERVER, open_session
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
 from scripted_api import ScriptedModelServer, session_id_from_metadata
+
+from server.lsp.server import to_plain
 
 SHOP = "-Users-me-shop"
 S1 = "11111111-1111-4111-8111-111111111111"
 REPO = Path(__file__).resolve().parent.parent
+REQUEST_FAILED = -32803
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -230,3 +237,40 @@ def test_rows_written_after_a_refused_flush_come_with_their_last_prompt(tmp_path
         ("last-prompt", reply),
     ]
     rec.close()
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def client(lsp_client: LanguageClient, projects: Path):  # type: ignore[no-untyped-def]
+    await open_session(lsp_client, projects)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_turn_of_the_server_whose_file_is_made_immutable_fails_clearly_and_the_server_goes_on(
+    client: LanguageClient, work: Path, immutable: list[Path], scripted_model: ScriptedModelServer
+) -> None:
+    """`sessions/runTurn` over stdio whose model's Bash call makes the session's file immutable. Before, the
+    client got an internal error (-32603, a traceback in its data) after a second model request; now a RequestFailed
+    (-32803) with `data.reason` `write-failed` naming the file, after one request, and once the file is writable
+    again the next turn of the same session (same server) is recorded after whole lines."""
+
+    async def turn(params: dict[str, object]) -> dict[str, object]:
+        base = {"cwd": str(work), "provider": "anthropic"}
+        return to_plain(await client.protocol.send_request_async("sessions/runTurn", {**base, **params}))
+
+    first = await turn({"prompt": "hello"})
+    sid, path = str(first["sessionId"]), Path(str(first["path"]))
+    immutable.append(path)
+    asked = requests_of(scripted_model, sid)
+    with pytest.raises(JsonRpcException) as caught:
+        await turn({"sessionId": sid, "prompt": f"BASH chattr +i {path}", "tools": ["Bash"]})
+    data = to_plain(caught.value.data) or {}
+    assert caught.value.code == REQUEST_FAILED and data.get("reason") == "write-failed", (caught.value, data)
+    assert str(path) in caught.value.message and "Operation not permitted" in caught.value.message
+    assert requests_of(scripted_model, sid) - asked == 1
+    subprocess.run(["chattr", "-i", str(path)], check=True)
+    held = path.read_bytes()
+    assert held.endswith(b"\n")
+    again = await turn({"sessionId": sid, "prompt": "after"})
+    assert again["text"] == "echo: after"
+    assert path.read_bytes().startswith(held)

@@ -12,8 +12,11 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from storage.errors import Busy, InUse, SessionLspError
+from storage.writequeue import AppendFailed
 
-FAILED = (InUse, Busy)
+FAILED = (InUse, Busy, AppendFailed)
+"""Refusals of a request that was valid (RequestFailed): someone else holds the session, a bound was reached, the
+system refused a write into the session's file."""
 
 
 def to_jsonrpc(exc: SessionLspError) -> JsonRpcException:
