@@ -7,6 +7,7 @@ clear line."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import subprocess
@@ -91,6 +92,42 @@ def test_a_session_file_made_immutable_during_a_turn_is_one_clear_error(
     assert requests_of(scripted_model, S1) - asked == 1
     after = path.read_bytes()
     assert after.startswith(before) and after.endswith(b"\n") and len(after) > len(before)
+
+
+@pytest.mark.realcli
+def test_the_real_cli_resumes_what_a_turn_stopped_by_an_immutable_file_left(
+    world: dict[str, Path], immutable: list[Path], scripted_model: ScriptedModelServer
+) -> None:
+    """What the turn stopped by an immutable session file left (its prompt and the model's Bash call, not the call's
+    result) is whole lines the real CLI 2.1.328 resumes once the file is writable again: it sends our prompt and the
+    call on, answers, and writes after our rows."""
+    from realcli import find_claude, run_claude
+
+    claude = find_claude()
+    if claude is None:
+        pytest.skip("REAL CLI NOT AVAILABLE (run scripts/setup.d/claude-cli.sh)")
+    path = world["projects"] / SHOP / f"{S1}.jsonl"
+    immutable.append(path)
+    prompt = f"BASH chattr +i {path}"
+    out = cli(
+        "turn", "--resume", S1, "--provider", "anthropic", "--allow", "Bash", "--cwd", str(world["work"]),
+        "--projects-dir", str(world["projects"]), prompt,
+    )  # fmt: skip
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    subprocess.run(["chattr", "-i", str(path)], check=True)
+    left = path.read_bytes()
+    done = run_claude(
+        ["AFTER", "--resume", str(path), "--bare", "--tools", "Read"],
+        cwd=world["work"],
+        config_dir=world["projects"].parent,
+        base_url=scripted_model.base_url,
+        claude=claude,
+        allowed_tools=None,
+    )
+    assert done.returncode == 0 and "echo: AFTER" in done.stdout, (done.stdout, done.stderr)
+    sent = json.dumps(scripted_model.requests[-1]["messages"])
+    assert prompt in sent and '"name": "Bash"' in sent
+    assert path.read_bytes().startswith(left) and b"echo: AFTER" in path.read_bytes()[len(left) :]
 
 
 def test_a_turn_whose_file_went_away_asks_the_model_nothing_more(
