@@ -49,7 +49,8 @@ def append_metadata(
         raise NotFound(f"no session file {path}")
     config = config_dir if config_dir is not None else config_dir_of(path.parent.parent)
     with admit(path.stem, config_dir=config, register=False):
-        return append_lines(path, dump_line({**entry, "sessionId": path.stem}), fsync=fsync)
+        # the file exists: if it is moved away meanwhile, nothing is made in its place (`Vanished`)
+        return append_lines(path, dump_line({**entry, "sessionId": path.stem}), fsync=fsync, create=False)
 
 
 def rename_session(path: Path, title: str, **kw: Any) -> TornTail | None:

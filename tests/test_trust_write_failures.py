@@ -311,3 +311,29 @@ async def test_a_turn_of_the_server_whose_file_is_made_immutable_fails_clearly_a
     again = await turn({"sessionId": sid, "prompt": "after"})
     assert again["text"] == "echo: after"
     assert path.read_bytes().startswith(held)
+
+
+@pytest.mark.parametrize("gone", ["session file", "project folder"])
+def test_a_rename_whose_session_is_moved_away_once_admitted_makes_no_file(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch, gone: str
+) -> None:
+    """`rename` is admitted, then (before its append) another process moves the session's file or its project
+    folder away. Before, the append made the folder and a file holding only the `custom-title` row; now it raises
+    `Vanished` and nothing is made."""
+    import storage.metadata as metadata
+    from storage.writequeue import Vanished
+
+    projects = world["projects"]
+    folder = projects / SHOP
+    path = folder / f"{S1}.jsonl"
+    real_admit = metadata.admit
+
+    def admit_then_move(*args: object, **kwargs: object) -> object:
+        admitted = real_admit(*args, **kwargs)  # type: ignore[arg-type]
+        (path if gone == "session file" else folder).rename(world["tmp"] / "aside")
+        return admitted
+
+    monkeypatch.setattr(metadata, "admit", admit_then_move)
+    with pytest.raises(Vanished):
+        metadata.rename_session(path, "a title")
+    assert not os.path.lexists(path) and (gone == "session file") == folder.is_dir()
