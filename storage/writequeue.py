@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage.errors import InUse, SessionLspError
+from storage.errors import InUse, SessionLspError, WriteFailed
 from storage.locking import locked_append_fd
 
 FLUSH_INTERVAL = 0.1
@@ -74,20 +74,15 @@ class Vanished(InUse):
     new file holding only the lines after the loss, so nothing is written."""
 
 
-class AppendFailed(SessionLspError, OSError):
+class AppendFailed(WriteFailed):
     """The system refused an append (a read-only or immutable file or folder, a full disk, an I/O error):
-    nothing of it was written and its lines stay queued. Still an `OSError`, with the refusal's errno."""
-
-    reason = "write-failed"
+    nothing of it was written and its lines stay queued."""
 
     def __init__(self, path: Path, exc: OSError, queued: int) -> None:
-        OSError.__init__(self, exc.errno, exc.strerror, str(path))
-        self.message = (
+        message = (
             f"{path}: appending to this session failed ({exc.strerror or exc}); {queued} queued line(s) not written"
         )
-
-    def __str__(self) -> str:
-        return self.message
+        super().__init__(exc, path, message)
 
 
 def append_lines(

@@ -337,3 +337,31 @@ def test_a_rename_whose_session_is_moved_away_once_admitted_makes_no_file(
     with pytest.raises(Vanished):
         metadata.rename_session(path, "a title")
     assert not os.path.lexists(path) and (gone == "session file") == folder.is_dir()
+
+
+@pytest.mark.parametrize("frozen", ["config home", "projects folder"])
+def test_a_new_turn_under_an_immutable_folder_is_one_clear_error_and_makes_nothing(
+    tmp_path: Path, immutable: list[Path], frozen: str
+) -> None:
+    """`turn --new` where the config home (the lock and the live-session record go there) or the projects folder
+    (the session's folder goes there) is immutable. Before, a traceback and status 1 (PermissionError from the lock's
+    folder, or from the session's first append); now one `session-lsp:` line naming the folder that could not be
+    written, status 2, no session made and no live-session record left."""
+    config, work = tmp_path / "config", tmp_path / "work"
+    (config / "projects").mkdir(parents=True)
+    work.mkdir()
+    if frozen == "projects folder":  # the lock and the record can be written: only the session's folder cannot
+        (config / "session-lsp" / "locks").mkdir(parents=True)
+        (config / "sessions").mkdir()
+    target = config if frozen == "config home" else config / "projects"
+    subprocess.run(["chattr", "+i", str(target)], check=True)
+    immutable.append(target)
+    out = cli(
+        "turn", "--new", "--provider", "anthropic", "--cwd", str(work), "--projects-dir", str(config / "projects"),
+        "hello",
+    )  # fmt: skip
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"session-lsp: {target}/"), out.stderr
+    assert "Operation not permitted" in lines[0]
+    assert tree(config / "projects") == [] and not any((config / "sessions").glob("*"))
