@@ -365,3 +365,28 @@ def test_a_new_turn_under_an_immutable_folder_is_one_clear_error_and_makes_nothi
     assert len(lines) == 1 and lines[0].startswith(f"session-lsp: {target}/"), out.stderr
     assert "Operation not permitted" in lines[0]
     assert tree(config / "projects") == [] and not any((config / "sessions").glob("*"))
+
+
+@pytest.mark.parametrize("linked", ["session-lsp", "session-lsp/locks"])
+def test_a_lock_folder_swapped_for_a_link_out_takes_no_lock_file_out(world: dict[str, Path], linked: str) -> None:
+    """The config home's `session-lsp` (or its `locks`) folder is a symlink to a folder outside (planted by a tool
+    call, another process). Before, every writer's admission made `<session>.lock` there and wrote its pid and cwd
+    into it; now `rename` and `turn` are refused with one line, nothing is made outside, and the session is
+    unchanged."""
+    projects, outside = world["projects"], world["tmp"] / "outside"
+    config = projects.parent
+    outside.mkdir()
+    link = config / linked
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside, target_is_directory=True)
+    path = projects / SHOP / f"{S1}.jsonl"
+    before = path.read_bytes()
+    for args in (
+        ["rename", S1, "a title"],
+        ["turn", "--resume", S1, "--provider", "anthropic", "--cwd", str(world["work"]), "hello"],
+    ):
+        out = cli(*args, "--projects-dir", str(projects))
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert out.stderr.count("\n") == 1 and "symbolic link" in out.stderr, (args, out.stderr)
+    assert tree(outside) == []
+    assert path.read_bytes() == before
