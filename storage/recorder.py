@@ -627,6 +627,9 @@ class SessionRecorder(_Writer):
             return durable
         finally:
             self.closed = True
+            # a refused write left lines queued: they are dropped with the admission, never written later (the
+            # timer, the flush at exit) by a writer no longer admitted
+            self._queue.discard()
             if self._admission is not None:
                 self._admission.release()
 

@@ -321,6 +321,20 @@ class WriteQueue:
             self._wake.set()
             _LIVE.discard(self)
 
+    def discard(self) -> int:
+        """Close without writing: the lines still queued are dropped (their writer's right to write ends here), the
+        timer ends, and nothing is written at exit; returns how many lines were dropped."""
+        with self._io:  # a flush under way ends first
+            with self._lock:
+                dropped, self._pending = len(self._pending), []
+                self._closed = True
+        self._wake.set()
+        _LIVE.discard(self)
+        timer = self._timer
+        if timer is not None and timer is not threading.current_thread():
+            timer.join()
+        return dropped
+
 
 def _chunks(items: list[_Pending]) -> list[list[_Pending]]:
     out: list[list[_Pending]] = [[]]

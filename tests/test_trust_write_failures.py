@@ -390,3 +390,44 @@ def test_a_lock_folder_swapped_for_a_link_out_takes_no_lock_file_out(world: dict
         assert out.stderr.count("\n") == 1 and "symbolic link" in out.stderr, (args, out.stderr)
     assert tree(outside) == []
     assert path.read_bytes() == before
+
+
+QUEUE_LEFT_AFTER_A_REFUSED_CLOSE = """
+import sys, threading
+from pathlib import Path
+from storage.recorder import SessionRecorder
+from storage.writequeue import Vanished
+
+projects, work, aside = map(Path, sys.argv[1:4])
+rec = SessionRecorder.create(projects, str(work))  # the queue's 100 ms timer on, as in a turn
+rec.record_prompt("hello")
+rec.flush()
+rec.path.parent.rename(aside)
+rec.record_prompt("WHILE GONE")
+try:
+    rec.close()
+except Vanished:
+    print("refused")
+aside.rename(rec.path.parent)  # the folder is back, and the session no longer ours
+print(sum(t.name == "session-lsp-writequeue" and t.is_alive() for t in threading.enumerate()))
+"""
+
+
+def test_lines_a_refused_close_left_are_never_written_once_the_writer_let_go(tmp_path: Path) -> None:
+    """A recorder's close is refused (its folder moved away), so it gives up the session; the folder is then moved
+    back and the process ends. Before, the lines still queued stayed with a live timer thread and were written by the
+    flush at exit, without any admission (the `WHILE GONE` row: 3 lines, not 2); now they are dropped
+    with the admission: the file is as it was, and no timer thread is left (0, was 1)."""
+    projects, work, aside = tmp_path / "config" / "projects", tmp_path / "work", tmp_path / "aside"
+    work.mkdir()
+    run = subprocess.run(
+        [sys.executable, "-c", QUEUE_LEFT_AFTER_A_REFUSED_CLOSE, str(projects), str(work), str(aside)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert run.returncode == 0 and run.stdout.split() == ["refused", "0"], (run.stdout, run.stderr)
+    (path,) = projects.glob("*/*.jsonl")
+    text = path.read_text()
+    assert "WHILE GONE" not in text and text.count("\n") == 2, text
