@@ -23,7 +23,8 @@ from typing import Any
 
 import orjson
 
-from storage.errors import InUse
+from storage.access import open_in_folder, walk_folders
+from storage.errors import InUse, WriteFailed
 from storage.livesession import LiveMark, ensure_free
 from storage.locking import FILE_MODE, make_private_dirs
 
@@ -84,8 +85,10 @@ def admit(
 ) -> Admission:
     """Admit one writer of `session_id`, or raise `InUse` (another writer of ours, or a live CLI)."""
     path = lock_path(config_dir, session_id)
-    make_private_dirs(path.parent)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        fd = _open_lock(config_dir, path)
+    except OSError as exc:
+        raise _cannot_admit(session_id, path, exc) from exc
     deadline = time.monotonic() + HOLDER_WAIT
     while True:
         try:
@@ -114,7 +117,31 @@ def admit(
         if register:
             mark = LiveMark(session_id, cwd, config_dir=config_dir, version=version, entrypoint=entrypoint)
             mark.acquire()
+    except OSError as exc:
+        os.close(fd)
+        raise _cannot_admit(session_id, Path(exc.filename) if exc.filename else path, exc) from exc
     except BaseException:
         os.close(fd)
         raise
     return Admission(session_id, fd, mark)
+
+
+def _open_lock(config_dir: Path, path: Path) -> int:
+    """The lock file at `path` (below `config_dir`), opened by descriptor: the config home by its real path, then
+    `session-lsp/locks` (made 0700 where missing) and the file, each taking no symlink (`storage.access`): a folder
+    there swapped for a link to another place takes no lock file there (`Unsafe`); a hard-linked lock is refused."""
+    make_private_dirs(config_dir)
+    home = os.path.realpath(config_dir)
+    names = list(path.relative_to(config_dir).parent.parts)
+    folder = walk_folders(os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), names, path, made=[], at=home)
+    return open_in_folder(folder, path.name, os.O_RDWR | os.O_CREAT, FILE_MODE, path)
+
+
+def _cannot_admit(session_id: str, path: Path, exc: OSError) -> WriteFailed:
+    """The lock or the live-session record could not be written (a read-only or immutable config home, a full disk):
+    the writer is not admitted, and nothing of the session is written."""
+    return WriteFailed(
+        exc,
+        path,
+        f"{path}: cannot take the right to write session {session_id} ({exc.strerror or exc}); nothing was written",
+    )

@@ -59,6 +59,20 @@ class InUse(SessionLspError):
         return {"holder": self.holder} if self.holder else {}
 
 
+class WriteFailed(SessionLspError, OSError):
+    """The system refused a write of ours (a read-only or immutable file or folder, a full disk, an I/O error);
+    still an `OSError` with the refusal's errno. The message names the path and what was not written."""
+
+    reason = "write-failed"
+
+    def __init__(self, exc: OSError, path: object, message: str) -> None:
+        OSError.__init__(self, exc.errno, exc.strerror, str(path))
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
 class Busy(SessionLspError):
     """A bound was reached (too many turns at once); try again later."""
 

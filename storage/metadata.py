@@ -22,15 +22,19 @@ def write_private_json(path: Path, value: Any) -> None:
     """Write a small JSON file atomically, mode 0600, its folders 0700; `path` is decided
     (`storage.access`), and written through its folder opened by `open_decided_folder`, so a folder
     swapped for a symlink since takes nothing out."""
-    folder = open_decided_folder(path.parent, made=[])
+    write_private_json_in(open_decided_folder(path.parent, made=[]), path.name, value)
+
+
+def write_private_json_in(folder: int, name: str, value: Any) -> None:
+    """Write `name` as `write_private_json` does, in the folder open as `folder` (closed here)."""
     try:
-        tmp = f".{path.name}.{os.getpid()}.tmp"
+        tmp = f".{name}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=folder)
         try:
             os.write(fd, orjson.dumps(value))
         finally:
             os.close(fd)
-        os.replace(tmp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
+        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
     finally:
         os.close(folder)
 
@@ -45,6 +49,7 @@ def append_metadata(
         raise NotFound(f"no session file {path}")
     config = config_dir if config_dir is not None else config_dir_of(path.parent.parent)
     with admit(path.stem, config_dir=config, register=False):
+        # the file exists: if it is moved away meanwhile, nothing is made in its place (`Vanished`)
         return append_lines(path, dump_line({**entry, "sessionId": path.stem}), fsync=fsync, create=False)
 
 

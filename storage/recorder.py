@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from storage.access import new_session_path, resolve_target
+from storage.access import new_session_path, open_decided_folder, resolve_target, walk_folders
 from storage.admission import Admission, admit
 from storage.chain import build_chain
 from storage.errors import InUse, InvalidArgument
@@ -27,7 +27,7 @@ from storage.livesession import config_dir_of
 from storage.paths import AGENT_ID_RE, project_folder_name, resolve_cwd
 from storage.reader import read_entries
 from storage.transcript import Transcript
-from storage.writequeue import FLUSH_INTERVAL, TornTail, WriteQueue
+from storage.writequeue import FLUSH_INTERVAL, TornTail, Vanished, WriteQueue
 
 DEFAULT_VERSION = "2.1.328"
 """The CLI version we stamp by default: the format we write is the one this version reads."""
@@ -360,7 +360,6 @@ class SessionRecorder(_Writer):
         self._held: list[tuple[bytes, str | None]] = []
         self._lock = threading.RLock()
         self._message_keys: set[str] = set()
-        self._last_leaf_written: str | None = None
         config = config_dir if config_dir is not None else config_dir_of(path.parent.parent)
         self._config_dir = config
         self._admission: Admission | None = None
@@ -453,7 +452,6 @@ class SessionRecorder(_Writer):
         rec.chain.cursor = (chain.rows[-1].uuid or None) if chain.rows else None  # uuid-less rows share ""
         messages = [r for r in chain.rows if r.is_message]
         rec.chain.last_message = (messages[-1].uuid or None) if messages else rec.chain.cursor
-        rec._last_leaf_written = rec.chain.last_message
         for row, body in zip(meta_rows, bodies):
             if row.type == "last-prompt":
                 if isinstance(body.get("lastPrompt"), str):
@@ -497,9 +495,10 @@ class SessionRecorder(_Writer):
         if path != self.path or self.closed:
             return None
         leaf = next((k for k in reversed(keys) if k and k in self._message_keys), None)
-        if leaf is None or leaf == self._last_leaf_written:
+        if leaf is None:
             return None
-        self._last_leaf_written = leaf
+        # no memory of a leaf already written: a batch whose append was refused is retried with its keys, and
+        # its `last-prompt` must come with it (before, it was counted as written and the retry came without)
         return dump_line(self._last_prompt_entry(leaf))
 
     def _last_prompt_entry(self, leaf: str | None) -> dict[str, Any]:
@@ -624,11 +623,13 @@ class SessionRecorder(_Writer):
                     tail += [self.metadata[t] for t in METADATA_ORDER if t in self.metadata]
                     for entry in tail:
                         self._queue.put(self.path, dump_line(entry), None)
-                    self._last_leaf_written = self.chain.last_message
             durable += self._queue.close().durable
             return durable
         finally:
             self.closed = True
+            # a refused write left lines queued: they are dropped with the admission, never written later (the
+            # timer, the flush at exit) by a writer no longer admitted
+            self._queue.discard()
             if self._admission is not None:
                 self._admission.release()
 
@@ -654,7 +655,34 @@ class SessionRecorder(_Writer):
 
 
 def _write_meta(sub: SubagentRecorder) -> None:
-    """The subagent's `.meta.json` sidecar (0600, folders 0700), written once before its rows."""
-    from storage.metadata import write_private_json
+    """The subagent's `.meta.json` sidecar (0600, folders 0700), written once before its rows. Once the session's
+    file was written (or resumed), its `<sessionId>/subagents` folders are made only inside its project folder and
+    beside its file: if either is gone, `Vanished` and nothing is made. The subagent's file is then made only in
+    the folder this made (`WriteQueue.expect_folder`)."""
+    from storage.metadata import write_private_json, write_private_json_in
 
-    write_private_json(sub.meta_path, sub.meta)
+    rec = sub.rec
+    if rec.materialized:
+        rec._queue.flush()  # the session's rows go first: its file exists from here on
+    if not rec._queue.known(rec.path):  # nothing of the session written yet: its folders are made as for its file
+        write_private_json(sub.meta_path, sub.meta)
+        rec._queue.expect_folder(sub.path)
+        return
+    project = rec.path.parent
+    try:
+        folder = open_decided_folder(project)
+        try:
+            os.stat(rec.path.name, dir_fd=folder, follow_symlinks=False)
+        except BaseException:
+            os.close(folder)
+            raise
+    except FileNotFoundError:
+        raise Vanished(
+            f"{rec.path}: this session's file or its folder was moved or deleted; its subagent "
+            f"{sub.agent_id} is not written (no folder is made for it)"
+        ) from None
+    inner = [str(n) for n in sub.path.parent.relative_to(project).parts]
+    write_private_json_in(
+        walk_folders(folder, inner, sub.path.parent, made=[], at=str(project)), sub.meta_path.name, sub.meta
+    )
+    rec._queue.expect_folder(sub.path)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage.errors import InUse, SessionLspError
+from storage.errors import InUse, SessionLspError, WriteFailed
 from storage.locking import locked_append_fd
 
 FLUSH_INTERVAL = 0.1
@@ -74,22 +74,40 @@ class Vanished(InUse):
     new file holding only the lines after the loss, so nothing is written."""
 
 
+class AppendFailed(WriteFailed):
+    """The system refused an append (a read-only or immutable file or folder, a full disk, an I/O error):
+    nothing of it was written and its lines stay queued."""
+
+    def __init__(self, path: Path, exc: OSError, queued: int) -> None:
+        message = (
+            f"{path}: appending to this session failed ({exc.strerror or exc}); {queued} queued line(s) not written"
+        )
+        super().__init__(exc, path, message)
+
+
 def append_lines(
-    path: Path, data: bytes, *, fsync: bool = False, ends: dict[Path, int] | None = None, create: bool = True
+    path: Path,
+    data: bytes,
+    *,
+    fsync: bool = False,
+    ends: dict[Path, int] | None = None,
+    create: bool = True,
+    folders: bool = True,
 ) -> TornTail | None:
     """Append whole lines to `path` in one locked `O_APPEND` write; seal a torn tail first. Missing
-    folders on the way are made 0700 (with `create`; without it a missing file or folder raises
-    `Vanished`); a path that no longer is what `storage.access` decided raises (see
+    folders on the way are made 0700 (with `create` and `folders`; with `create` alone the file may be
+    made but a missing folder raises `Vanished`, and without `create` a missing file does too); a path that no
+    longer is what `storage.access` decided raises (see
     `storage.access.open_decided`) and nothing is written. With `ends` (a sole writer's record of
     where its last append to each file ended), a file that grew or shrank since raises `ForeignAppend`
     and nothing is written: someone that takes no lock (the real CLI) writes into it too."""
     made: list[str] = []
     existed = path.exists()
     try:
-        with locked_append_fd(path, made=made, create=create) as fd:
+        with locked_append_fd(path, made=made if folders else None, create=create) as fd:
             torn = _append_locked(fd, path, data, fsync=fsync, ends=ends)
     except FileNotFoundError:
-        if create:
+        if create and folders:
             raise
         raise Vanished(
             f"{path}: this session's file or its folder was moved or deleted while we wrote it; "
@@ -112,12 +130,28 @@ def _append_locked(fd: int, path: Path, data: bytes, *, fsync: bool, ends: dict[
         )
     torn = None if ok else TornTail(path, size)
     out = data if ok else b"\n" + data
-    _write_all(fd, out)
+    try:
+        _write_all(fd, out)
+    except OSError:
+        _cut_back(fd, size, len(out))
+        raise
     if ends is not None:
         ends[path] = size + len(out)
     if fsync:
         os.fsync(fd)
     return torn
+
+
+def _cut_back(fd: int, size: int, length: int) -> None:
+    """After a write that failed part way (a full disk takes what fits, then refuses the rest): the file is cut
+    back to `size`, where it ended before, so it keeps whole lines and its size is still the one a sole writer
+    recorded. Only bytes that can be ours are cut: a file now longer than `size + length` is left as it is."""
+    try:
+        now = os.fstat(fd).st_size
+        if size < now <= size + length:
+            os.ftruncate(fd, size)
+    except OSError:
+        pass
 
 
 def _fsync_dir(path: Path) -> None:
@@ -150,6 +184,8 @@ class WriteQueue:
         self._ends: dict[Path, int] | None = {} if sole_writer else None
         self._existing: set[Path] = set()
         """Files that exist (told by `expect`, or appended to): never made again if they vanish."""
+        self._in_folders: set[Path] = set()
+        """Files whose folder exists (told by `expect_folder`): the file may be made, the folder never again."""
         self.interval = interval
         self.on_torn = on_torn
         self.trailer = trailer
@@ -179,6 +215,17 @@ class WriteQueue:
         created and the flush reports `Vanished`, as for a file this queue appended to before."""
         with self._lock:
             self._existing.add(Path(path))
+
+    def expect_folder(self, path: Path) -> None:
+        """The folder of `path` exists (a subagent's, made with its `.meta.json`): `path` may be created at a
+        flush, but if its folder is gone nothing is made and the flush reports `Vanished`."""
+        with self._lock:
+            self._in_folders.add(Path(path))
+
+    def known(self, path: Path) -> bool:
+        """Whether `path` exists as far as this queue knows (`expect`ed, or appended to)."""
+        with self._lock:
+            return Path(path) in self._existing
 
     @property
     def pending(self) -> int:
@@ -229,8 +276,11 @@ class WriteQueue:
                         data += self.trailer(path, [i.key for i in items]) or b""
                     with self._lock:
                         create = path not in self._existing
+                        folders = path not in self._in_folders
                     try:
-                        torn = append_lines(path, data, fsync=self.fsync, ends=self._ends, create=create)
+                        torn = append_lines(
+                            path, data, fsync=self.fsync, ends=self._ends, create=create, folders=folders
+                        )
                     except (OSError, SessionLspError) as exc:
                         result.errors.append((path, exc))
                         failed.extend(chunk)
@@ -260,7 +310,7 @@ class WriteQueue:
             path, exc = result.errors[0]
             if isinstance(exc, SessionLspError):
                 raise exc
-            raise OSError(exc.errno, f"append to {path} failed: {exc.strerror}", str(path)) from exc
+            raise AppendFailed(path, exc, self.pending) from exc
         return result
 
     def close(self) -> FlushResult:
@@ -270,6 +320,20 @@ class WriteQueue:
             self._closed = True
             self._wake.set()
             _LIVE.discard(self)
+
+    def discard(self) -> int:
+        """Close without writing: the lines still queued are dropped (their writer's right to write ends here), the
+        timer ends, and nothing is written at exit; returns how many lines were dropped."""
+        with self._io:  # a flush under way ends first
+            with self._lock:
+                dropped, self._pending = len(self._pending), []
+                self._closed = True
+        self._wake.set()
+        _LIVE.discard(self)
+        timer = self._timer
+        if timer is not None and timer is not threading.current_thread():
+            timer.join()
+        return dropped
 
 
 def _chunks(items: list[_Pending]) -> list[list[_Pending]]:

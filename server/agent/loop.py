@@ -192,6 +192,9 @@ class _Turn:
         schemas = [t.schema() for t in self.tools.values()]
         for _ in range(self.request.max_steps):
             self.cancel.check()
+            # what the last step recorded is written before the model is asked again: a write refused (the file
+            # moved, made read-only, written by another process) ends the turn here, not after more tool calls
+            self.rec.flush()
             began = time.monotonic()
             response = self.provider.stream(
                 ModelRequest(system, messages, schemas, self.rec.session_id),
