@@ -115,3 +115,36 @@ def test_a_cache_database_that_is_a_hard_link_of_an_outside_file_is_refused(worl
     with pytest.raises(OSError, match="one name"):
         private_file(db)
     assert digest(world["outside"]) == before
+
+
+def test_the_store_mirrors_folder_swapped_for_a_link_out_makes_no_mirror_outside(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`new_mirror_base` makes this process's mirror folder in `<cache>/store-mirrors`. Before, it checked the
+    folder (`private_dir`) then made the new folder by path: one swapped for a link just before the `mkdir` put the
+    mirror (and every store session it would hold) in the outside folder. Now it is made by name in the folder
+    opened by descriptor: in the real folder (moved away by the swap), nothing outside."""
+    from server.index.storefeed import new_mirror_base
+
+    parent = world["cache"] / "store-mirrors"
+    parent.mkdir(parents=True)
+    moved = world["tmp"] / "moved"
+    real_mkdir = os.mkdir
+    seen: list[str] = []
+
+    def mkdir(path: Any, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
+        text = os.fspath(path)
+        full = os.path.abspath(os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text) if dir_fd else text)
+        if not seen and full.startswith(f"{parent}/"):
+            seen.append(full)
+            parent.rename(moved)
+            parent.symlink_to(world["outside"], target_is_directory=True)
+        real_mkdir(path, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    before = digest(world["outside"])
+    base = new_mirror_base()
+    assert seen
+    assert sorted(p.name for p in world["outside"].iterdir()) == ["marker.json"]
+    assert digest(world["outside"]) == before
+    assert [p.name for p in moved.iterdir()] == [base.name]
