@@ -148,3 +148,36 @@ def test_the_store_mirrors_folder_swapped_for_a_link_out_makes_no_mirror_outside
     assert sorted(p.name for p in world["outside"].iterdir()) == ["marker.json"]
     assert digest(world["outside"]) == before
     assert [p.name for p in moved.iterdir()] == [base.name]
+
+
+def test_the_answers_folder_swapped_for_a_link_out_before_pruning_removes_nothing_outside(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`server.lsp.answers` keeps the newest 16 answer files and removes the rest. Before, it listed and removed
+    them by path: the folder swapped for a link to an outside folder of 21 `.json` files lost the 5 oldest. Now it
+    lists and removes through the folder opened by descriptor: the outside files are all there."""
+    from server.lsp import answers
+
+    folder = world["cache"] / "answers"
+    folder.mkdir(parents=True)
+    (folder / "mine.json").write_bytes(b"{}")
+    for n in range(20):
+        (world["outside"] / f"doc{n:02}.json").write_bytes(b'{"n": %d}' % n)
+    moved = world["tmp"] / "moved"
+    real_scandir = os.scandir
+    seen: list[object] = []
+
+    def scandir(path: Any = ".") -> Any:
+        if not seen:
+            seen.append(path)
+            folder.rename(moved)
+            folder.symlink_to(world["outside"], target_is_directory=True)
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    before = digest(world["outside"])
+    answers._prune(folder)
+    assert seen
+    assert digest(world["outside"]) == before
+    assert len(before) == 21
+    assert [p.name for p in moved.iterdir()] == ["mine.json"]
