@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -205,3 +206,26 @@ def test_a_link_planted_as_the_temporary_file_is_never_written_through(world: di
         write_files(projects, files)
     assert digest(world["outside"]) == before
     assert not main.exists()
+
+
+@pytest.mark.timeout(60)
+def test_a_mirror_file_swapped_for_a_fifo_at_an_append_is_refused_at_once(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before, `_append` opened the file by path for writing without O_NONBLOCK: a FIFO no one reads, swapped in
+    after its check, held the mirror's thread for ever (this test stopped at its timeout). Now: refused at once as
+    not a regular file, the session not mirrored."""
+    mirror = StoreMirror(world["tmp"] / "mirror")
+    mirror.apply(PROJECT, [SID], [tail(0, 1)])
+    file = mirror.root / PROJECT / f"{SID}.jsonl"
+
+    def swap() -> None:
+        file.unlink()
+        os.mkfifo(file, 0o600)
+
+    seen = swap_at_open(monkeypatch, file, swap)
+    with caplog.at_level(logging.WARNING, logger="storage.store_mirror"):
+        mirror.apply(PROJECT, [SID], [tail(1, 2)])
+    assert seen
+    assert stat.S_ISFIFO(os.lstat(file).st_mode)
+    assert "not mirrored" in caplog.text and "not a regular file" in caplog.text, caplog.text
