@@ -245,6 +245,8 @@ def open_in_folder(folder: int, name: str, flags: int, mode: int, path: os.PathL
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _swapped(path) from None
+        if exc.errno == errno.ENXIO:  # a FIFO no one reads, a socket or a device, opened for writing
+            raise NotATranscript(f"{path} is not a regular file") from None
         raise
     finally:
         os.close(folder)

@@ -11,16 +11,18 @@ not writable by everyone (unless sticky). Otherwise caching is off for the run, 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from storage.locking import make_private_dirs
+from storage.access import open_decided_folder
+from storage.errors import SessionLspError, Unsafe
+from storage.wholefile import put_whole
 
 
 def cache_dir() -> Path | None:
@@ -70,23 +72,59 @@ def untrusted(folder: Path) -> str | None:
     return None
 
 
-def private_dir(path: Path) -> None:
-    """`mkdir -p path`, every folder it makes 0700, and the folder itself 0700 (never through a link)."""
-    make_private_dirs(path)
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+def cache_folder_path(folder: Path) -> Path:
+    """The real path `folder` is walked along: the links above the cache folder resolved (a linked home or
+    `~/.cache`), none at or below it (every folder there is ours, 0700: a link there is one swapped in, and the walk
+    of `open_private_folder` refuses it). For a folder not below the cache folder, the links above `folder`."""
+    root = cache_dir()
+    base = root if root is not None and (folder == root or root in folder.parents) else folder
+    return Path(os.path.realpath(base.parent)) / base.name / folder.relative_to(base)
+
+
+def open_private_folder(folder: Path) -> int:
+    """A descriptor (`O_PATH`) of `folder`, walked from `/` following no link (`storage.access`) along
+    `cache_folder_path`, every folder it makes 0700 and `folder` itself made 0700. A link where a folder should be
+    is an `OSError` (ELOOP) and nothing is made below it."""
     try:
-        os.fchmod(fd, 0o700)
-    finally:
+        fd = open_decided_folder(cache_folder_path(Path(os.path.abspath(folder))), made=[])
+    except Unsafe as exc:
+        raise OSError(errno.ELOOP, f"{exc}; not used", str(folder)) from None
+    try:
+        opened = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+        try:
+            os.fchmod(opened, 0o700)
+        finally:
+            os.close(opened)
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
+
+
+def private_dir(path: Path) -> None:
+    """`mkdir -p path`, every folder it makes 0700, and the folder itself 0700 (never through a link: see
+    `open_private_folder`)."""
+    os.close(open_private_folder(path))
 
 
 def private_file(path: Path) -> None:
-    """Create `path` if missing; either way 0600."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    """Create `path` if missing; either way 0600. Created in its folder opened by `open_private_folder`, never
+    through a link; a link, FIFO or hard link (a file elsewhere) there is an `OSError` and is left as it is."""
+    folder = open_private_folder(path.parent)
     try:
+        fd = os.open(path.name, os.O_RDWR | os.O_CREAT | _NO_LINK, 0o600, dir_fd=folder)
+    finally:
+        os.close(folder)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise OSError(errno.EPERM, "not a regular file of one name; not used", str(path))
         os.fchmod(fd, 0o600)
     finally:
         os.close(fd)
+
+
+_NO_LINK = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 def load_json_dict(path: Path | None) -> dict[str, Any]:
@@ -106,17 +144,17 @@ def save_json(path: Path, value: Any) -> bool:
 
 
 def save_bytes(path: Path, data: bytes) -> bool:
-    """Write `data` to `path` as `save_json` does."""
-    tmp = None
+    """Write `data` to `path` as `save_json` does: its folder opened by `open_private_folder`, the file put in
+    place whole by descriptor (`storage.wholefile`), so a folder swapped for a link takes nothing out. False when
+    it cannot be written (a cache is only a cache), or another process is writing it."""
     try:
-        private_dir(path.parent)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")  # mkstemp makes it 0600
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-        return True
+        folder = open_private_folder(path.parent)
     except OSError:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
         return False
+    try:
+        put_whole(folder, path.name, data, path, replace=True)
+        return True
+    except (OSError, SessionLspError):
+        return False
+    finally:
+        os.close(folder)

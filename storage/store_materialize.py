@@ -13,7 +13,6 @@ Only the protocol's `load()` and `list_subkeys()` are used, so any `SessionStore
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -23,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from storage.access import open_decided_folder, resolve_target
-from storage.errors import InUse, InvalidArgument, NotFound, OutsideProjects
-from storage.locking import make_private_dirs
+from storage.errors import InUse, InvalidArgument, NotFound, OutsideProjects, Unsafe
 from storage.paths import UUID_RE, real_root, stays_inside
+from storage.wholefile import put_whole
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -135,34 +134,59 @@ def write_session(projects_dir: Path, session: StoreSession, *, scratch: bool = 
         raise InvalidArgument(f"the store's session id {session.session_id!r} is not a session id; not written")
     files = {Path(projects_dir) / rel: data for rel, data in session_files(session).items()}
     if scratch:
-        made: set[Path] = set()
-        for path, data in files.items():
-            if path.parent not in made:
-                make_private_dirs(resolve_target(projects_dir, path=path, access="create").parent)
-                made.add(path.parent)
-            with os.fdopen(os.open(path, _CREATE, 0o600), "wb") as fh:
-                fh.write(data)
+        _write_scratch(projects_dir, files)
         return Path(projects_dir) / session.project_key / f"{session.session_id}.jsonl"
     write_files(projects_dir, files)
     return Path(projects_dir) / session.project_key / f"{session.session_id}.jsonl"
 
 
+def _write_scratch(projects_dir: Path, files: dict[Path, bytes]) -> None:
+    """Create each file directly (never over one), each folder decided once and walked from `/` following no link
+    (created 0700 where missing), the file created in it by descriptor."""
+    folders: dict[Path, int] = {}
+    try:
+        for path, data in files.items():
+            if path.parent not in folders:
+                decided = resolve_target(projects_dir, path=path, access="create")
+                folders[path.parent] = open_decided_folder(decided.parent, made=[])
+            with os.fdopen(os.open(path.name, _CREATE, 0o600, dir_fd=folders[path.parent]), "wb") as fh:
+                fh.write(data)
+    finally:
+        for fd in folders.values():
+            os.close(fd)
+
+
 def _held(projects_dir: Path, path: Path, data: bytes) -> bool | None:
     """Whether the regular file at `path` holds `data` (None when nothing is there, not even a
     dangling link; read only when the sizes agree); `LocalFileExists` for anything else there,
-    `OutsideProjects` for a file reached through a folder link out of the projects folder."""
+    `OutsideProjects` for a file reached through a folder link out of the projects folder, `Unsafe` for a
+    hard link (its bytes may be a file's elsewhere) or a folder swapped for a link since: the file is opened in
+    its real folder walked from `/` following no link (`storage.access`), never read through a link out."""
     if not os.path.lexists(path):
         return None
     if not stays_inside(projects_dir, path):
         raise OutsideProjects(f"{path} leads out of the projects folder {real_root(projects_dir)}; not written")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        folder = open_decided_folder(os.path.realpath(path.parent))
+    except FileNotFoundError:
+        return None
+    try:
+        fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+    except FileNotFoundError:
+        return None
     except OSError as exc:
         raise LocalFileExists(f"{path} exists and is not a regular file ({exc.strerror}); not overwritten") from exc
+    finally:
+        os.close(folder)
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise LocalFileExists(f"{path} exists and is not a regular file; not overwritten")
+        if st.st_nlink > 1:
+            raise Unsafe(
+                f"{path} is a hard link ({st.st_nlink} names for one file, possibly outside the projects folder); "
+                "not read nor overwritten"
+            )
         return st.st_size == len(data) and fh.read() == data
 
 
@@ -171,7 +195,10 @@ def write_files(projects_dir: Path, files: dict[Path, bytes]) -> None:
 
     A file already there with the same content is kept; one with other content, or anything else
     there (a link, a FIFO, a device, a folder), is not touched and `LocalFileExists` is raised
-    before anything is written; a path whose real path leaves the projects folder is `OutsideProjects`."""
+    before anything is written; a path whose real path leaves the projects folder is `OutsideProjects`;
+    a hard link there, or a folder on the way swapped for a link after the decision, `Unsafe`. Each file is
+    written aside and linked in place in its folder opened by descriptor (`storage.wholefile`): a process killed
+    midway leaves at most `.<name>.tmp` beside it, which the next write of that file removes."""
     held = {path: _held(projects_dir, path, data) for path, data in files.items()}
     for path in files:
         if held[path] is False:
@@ -180,20 +207,11 @@ def write_files(projects_dir: Path, files: dict[Path, bytes]) -> None:
         if held[path] is not None:
             continue
         path = resolve_target(projects_dir, path=path, access="create")  # no planted link leads out
-        # and none swapped in since: the folder is walked from `/` (created 0700 where missing) following no link,
-        # and the file written in it by descriptor (before, a folder swapped for a link out after the decision
-        # took the session's file out)
+        # and none swapped in since: the folder is walked from `/` (created 0700 where missing) following no link
         folder = open_decided_folder(path.parent, made=[])
-        tmp = f".{path.name}.{os.getpid()}.tmp"
         try:
-            with os.fdopen(os.open(tmp, _CREATE, 0o600, dir_fd=folder), "wb") as fh:
-                fh.write(data)
-            try:
-                os.link(tmp, path.name, src_dir_fd=folder, dst_dir_fd=folder)  # never replaces a file that appeared
-            except FileExistsError as exc:
-                raise LocalFileExists(f"{path} appeared while writing; not overwritten") from exc
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp, dir_fd=folder)
+            put_whole(folder, path.name, data, path, replace=False)  # never replaces a file that appeared
+        except FileExistsError as exc:
+            raise LocalFileExists(f"{path} appeared while writing; not overwritten") from exc
         finally:
             os.close(folder)

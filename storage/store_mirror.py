@@ -9,8 +9,9 @@ load_tails`): new entries are appended to their file; a stream the mirror does n
 deleted and written again) is written whole, aside and renamed over any old file; a file whose length
 is not what the mirror wrote is reported stale and read again whole; files of sessions and streams
 the store no longer holds are removed. The main transcript's mtime is the store's write time of the
-session. Every path is decided by `storage.access` against the mirror's own root: a key cannot lead
-out of it.
+session. Every file is reached through its folder walked from `/` following no link (`storage.access`) below
+the mirror's own root: a key cannot lead out of it, nor a link, FIFO or hard link put in it since. A file is put
+in place whole (`storage.wholefile`): a process killed midway leaves at most a `.<name>.tmp` beside it.
 """
 
 from __future__ import annotations
@@ -21,17 +22,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage.access import resolve_target
+from storage.access import open_decided_folder, open_in_folder
 from storage.cache import private_dir
-from storage.errors import SessionLspError
-from storage.locking import make_private_dirs
-from storage.paths import is_inside, real_root
+from storage.errors import InUse, NotATranscript, SessionLspError, Unsafe
+from storage.paths import real_root
 from storage.pgstore import StreamTail
 from storage.store_materialize import StoreSession, session_files
+from storage.wholefile import put_whole
 
 log = logging.getLogger(__name__)
-_APPEND = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 SessionKey = tuple[str, str]
 
 
@@ -113,6 +112,9 @@ class StoreMirror:
                     stale.add(sid)
             except ValueError as exc:  # an unsafe key: never a path
                 log.warning("store session %r/%r not mirrored: %s", project_key, sid, exc)
+            except (Unsafe, NotATranscript, InUse) as exc:  # a link, FIFO or hard link put in the mirror
+                self._sessions.pop((project_key, sid), None)
+                log.warning("store session %r/%r not mirrored: %s", project_key, sid, exc)
         return change, stale
 
     def remove_project(self, project_key: str) -> MirrorChange:
@@ -137,14 +139,10 @@ class StoreMirror:
             if not self._apply_stream(project_key, tail, streams, change):
                 return False
         main_file = self.root / project_key / f"{sid}.jsonl"
-        mtime_ns = main.mtime * 1_000_000  # epoch ms, exactly
-        try:
-            if os.lstat(main_file).st_mtime_ns != mtime_ns:
-                os.utime(main_file, ns=(mtime_ns, mtime_ns), follow_symlinks=False)
-                change.written.add(main_file)
-        except FileNotFoundError:
-            return False
-        return True
+        touched = self._set_mtime(main_file, main.mtime * 1_000_000)  # epoch ms, exactly
+        if touched:
+            change.written.add(main_file)
+        return touched is not None
 
     def _apply_stream(
         self, project_key: str, tail: StreamTail, streams: dict[str, _Stream], change: MirrorChange
@@ -197,58 +195,85 @@ class StoreMirror:
                 change.removed.add(path)
 
     # -- files -------------------------------------------------------------------------------
-    def _inside(self, path: Path) -> bool:
-        return is_inside(self.root, Path(os.path.realpath(path.parent)))
+    # Every file of the mirror is reached through its folder walked from `/` following no link
+    # (`storage.access.open_decided_folder`), then by name in it: a folder on the way or the file swapped for a
+    # symlink, a FIFO or a hard link of a file elsewhere is never followed, read or written (`Unsafe` or
+    # `NotATranscript`, the session not mirrored).
+    def _folder(self, path: Path, *, make: bool = False) -> int:
+        """The folder of the mirror file `path` (the mirror's real root and names from `session_files`)."""
+        if self.root not in path.parents:
+            raise ValueError(f"{path} is outside the mirror {self.root}")
+        return open_decided_folder(path.parent, made=[] if make else None)
+
+    def _set_mtime(self, path: Path, mtime_ns: int) -> bool | None:
+        """Give `path` this mtime (its link, never what it points to); None when it is missing."""
+        try:
+            folder = self._folder(path)
+        except FileNotFoundError:
+            return None
+        try:
+            if os.stat(path.name, dir_fd=folder, follow_symlinks=False).st_mtime_ns == mtime_ns:
+                return False
+            os.utime(path.name, ns=(mtime_ns, mtime_ns), dir_fd=folder, follow_symlinks=False)
+            return True
+        except FileNotFoundError:
+            return None
+        finally:
+            os.close(folder)
 
     def _append(self, path: Path, data: bytes) -> bool:
         """Append to a file the mirror wrote, if it still has the length the mirror gave it."""
         expected = self._sizes.get(path)
         try:
-            st = os.lstat(path)
+            fd: int | None = open_in_folder(self._folder(path), path.name, os.O_WRONLY | os.O_APPEND, 0o600, path)
         except FileNotFoundError:
-            st = None
-        if st is None and expected in (None, 0):
-            if not self._put(path, data):
+            fd = None
+        if fd is None:
+            if expected not in (None, 0) or not self._put(path, data):
                 return False
             self._sizes[path] = len(data)
             return True
-        if st is None or st.st_size != expected or not self._inside(path):
-            return False
-        fd = os.open(path, _APPEND)
         try:
-            os.write(fd, data)
+            size = os.fstat(fd).st_size
+            if size != expected:
+                return False
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
-        self._sizes[path] = st.st_size + len(data)
+        self._sizes[path] = size + len(data)
         return True
 
     def _put(self, path: Path, data: bytes) -> bool:
-        """Make `path` hold `data` (created, or written aside and renamed over); False when it did."""
-        if not os.path.lexists(path):
-            target = resolve_target(self.root, path=path, access="create")
-            make_private_dirs(target.parent)
-            self._create(target, data)
+        """Make `path` hold `data` (written aside whole, then renamed over whatever was there); False when it did."""
+        folder = self._folder(path, make=True)
+        try:
+            try:
+                fd: int | None = open_in_folder(os.dup(folder), path.name, os.O_RDONLY, 0o600, path)
+            except FileNotFoundError:
+                fd = None
+            if fd is not None:
+                with open(fd, "rb") as fh:
+                    st = os.fstat(fd)
+                    if st.st_nlink > 1:
+                        raise Unsafe(f"{path} has {st.st_nlink} names (a hard link); not read nor replaced")
+                    if st.st_size == len(data) and fh.read() == data:
+                        return False
+            put_whole(folder, path.name, data, path, replace=True)
             return True
-        if not self._inside(path):
-            raise ValueError(f"{path} is outside the mirror {self.root}")
-        if not path.is_symlink() and path.read_bytes() == data:
-            return False
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.unlink(missing_ok=True)
-        self._create(tmp, data)
-        os.replace(tmp, path)
-        return True
-
-    @staticmethod
-    def _create(path: Path, data: bytes) -> None:
-        with os.fdopen(os.open(path, _CREATE, 0o600), "wb") as fh:
-            fh.write(data)
+        finally:
+            os.close(folder)
 
     def _unlink(self, path: Path) -> bool:
-        if not self._inside(path):
-            return False
         try:
-            path.unlink()
+            folder = self._folder(path)
         except FileNotFoundError:
             return False
+        try:
+            os.unlink(path.name, dir_fd=folder)
+        except FileNotFoundError:
+            return False
+        finally:
+            os.close(folder)
         return True

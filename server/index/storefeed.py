@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import shutil
 import tempfile
 import threading
@@ -25,7 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from server.index.store import ChangeSet, ProjectIndex
-from storage.cache import cache_dir, private_dir
+from storage.cache import cache_dir, open_private_folder
 from storage.livesession import pid_alive
 from storage.store_mirror import MirrorChange, StoreMirror
 from storage.store_source import StoreSource
@@ -39,18 +40,32 @@ RETRY = (0.5, 5.0)
 
 def new_mirror_base() -> Path:
     """A private folder of this process for its mirrors (`<cache>/store-mirrors/<pid>-*`, 0700); the
-    folders of processes that are gone are removed first."""
+    folders of processes that are gone are removed first. Both by name in `store-mirrors` opened by descriptor
+    (`storage.cache.open_private_folder`): a folder swapped for a link out since is never followed."""
     cache = cache_dir()
     if cache is None:
         return Path(tempfile.mkdtemp(prefix="slsp-mirrors-"))
     parent = cache / "store-mirrors"
-    private_dir(parent)
-    for entry in os.scandir(parent):
-        pid = entry.name.split("-", 1)[0]
-        # pid 1 is always alive (pid_alive says False for it: a registry rule, not ours)
-        if pid.isdigit() and int(pid) > 1 and entry.is_dir(follow_symlinks=False) and not pid_alive(int(pid)):
-            shutil.rmtree(entry.path, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=parent))
+    folder = open_private_folder(parent)
+    try:
+        listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=folder)
+        try:
+            for entry in os.scandir(listing):
+                pid = entry.name.split("-", 1)[0]
+                # pid 1 is always alive (pid_alive says False for it: a registry rule, not ours)
+                if pid.isdigit() and int(pid) > 1 and entry.is_dir(follow_symlinks=False) and not pid_alive(int(pid)):
+                    shutil.rmtree(entry.name, ignore_errors=True, dir_fd=listing)
+        finally:
+            os.close(listing)
+        while True:
+            name = f"{os.getpid()}-{secrets.token_hex(6)}"
+            try:
+                os.mkdir(name, 0o700, dir_fd=folder)
+                return parent / name
+            except FileExistsError:
+                continue
+    finally:
+        os.close(folder)
 
 
 class StoreFeed:

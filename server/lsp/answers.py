@@ -10,6 +10,7 @@ pygls is loaded (`server.lsp.early`), the command before it opens the index (`se
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -21,7 +22,7 @@ import orjson
 
 from server.lsp.codestamp import code_stamp
 from server.lsp.paramshape import conforms
-from storage.cache import cache_dir, save_bytes
+from storage.cache import cache_dir, open_private_folder, save_bytes
 from storage.folderstamp import FolderStamp
 
 FOLDER_NAME = "answers-v1"
@@ -109,12 +110,23 @@ def keep_answer(key: str, before: FolderStamp, after: FolderStamp | None, result
 
 
 def _prune(folder: Path) -> None:
+    """Keep the newest `KEEP_FILES` answers. The folder is opened by descriptor (`open_private_folder`) and listed
+    and pruned through it: one swapped for a link out since is never listed nor pruned."""
     try:
-        entries = [(e.stat().st_mtime_ns, e.path) for e in os.scandir(folder) if e.name.endswith(".json")]
+        fd = open_private_folder(folder)
     except OSError:
         return
-    for _, path in sorted(entries, reverse=True)[KEEP_FILES:]:
+    try:
+        listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
         try:
-            os.unlink(path)
-        except OSError:
-            pass
+            with os.scandir(listing) as it:
+                entries = [(e.stat(follow_symlinks=False).st_mtime_ns, e.name) for e in it if e.name.endswith(".json")]
+        finally:
+            os.close(listing)
+        for _, name in sorted(entries, reverse=True)[KEEP_FILES:]:
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=fd)
+    except OSError:
+        return
+    finally:
+        os.close(fd)

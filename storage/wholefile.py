@@ -1,0 +1,92 @@
+"""Putting a file in place whole, in a folder walked by `storage.access` (a descriptor, no link followed).
+
+The data is written first under a temporary name beside the file, `.<name>.tmp`, then linked (never over an
+existing file) or renamed (over it) to its own name: a writer stopped midway, even by SIGKILL, leaves at most that
+temporary file, never part of the data under the file's own name, and no reader (ours, or `claude --resume`, which
+lists `<uuid>.jsonl` only) takes it for a session. The temporary name is the same for every writer of the file,
+and whoever writes holds an exclusive `flock` on it while it exists, so the next writer of the same file takes over
+what a killed one left (its lock died with it) and removes it; a live writer's is never touched (`InUse`).
+
+What is found under the temporary name is never followed nor written through: a symlink there is `Unsafe`, and so
+is anything but a regular file with one name (a hard link of a file elsewhere would be truncated with it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+
+from storage.errors import InUse, Unsafe
+
+_TEMP = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def temp_name(name: str) -> str:
+    """The temporary name `name` is written under before it is put in place."""
+    return f".{name}.tmp"
+
+
+def put_whole(folder: int, name: str, data: bytes, path: os.PathLike[str] | str, *, replace: bool) -> None:
+    """Make `name`, in the folder open as `folder` (left open), hold `data` (mode 0600): written under `temp_name`,
+    then renamed over whatever `name` is (`replace`) or linked to it (else `FileExistsError` when something is
+    already there, left untouched). `path` names the file in errors. The temporary name is gone afterwards,
+    whatever happens, unless this process dies between the two steps (see the module docstring)."""
+    tmp = temp_name(name)
+    fd = _own_temp(folder, tmp, path)
+    try:
+        try:
+            os.ftruncate(fd, 0)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if replace:
+                os.rename(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+            else:
+                os.link(tmp, name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                _remove_own(folder, tmp, fd)
+    finally:
+        os.close(fd)  # drops the lock
+
+
+def _own_temp(folder: int, tmp: str, path: os.PathLike[str] | str) -> int:
+    """The temporary file, created or taken over from a writer that died, locked, 0600, a regular file of one name
+    that is still the one under `tmp`."""
+    try:
+        fd = os.open(tmp, _TEMP, 0o600, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Unsafe(f"{path}: its temporary file {tmp} is a symbolic link; nothing written") from None
+        raise
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InUse(f"{path} is being written by another process; not written") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise Unsafe(f"{path}: its temporary file {tmp} is not a regular file of one name; nothing written")
+        try:
+            now = os.stat(tmp, dir_fd=folder, follow_symlinks=False)
+        except FileNotFoundError:
+            now = None
+        if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            raise InUse(f"{path} was written by another process meanwhile; not written")
+        os.fchmod(fd, 0o600)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _remove_own(folder: int, tmp: str, fd: int) -> None:
+    """Remove `tmp` if it is still the file open (and locked) as `fd`."""
+    st = os.fstat(fd)
+    now = os.stat(tmp, dir_fd=folder, follow_symlinks=False)
+    if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+        os.unlink(tmp, dir_fd=folder)
