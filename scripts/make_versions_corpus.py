@@ -1,19 +1,23 @@
 """Write tests/corpus/versions: sessions written by older Claude Code CLIs, resumed by CLI 2.1.328.
 
-Each old CLI (1.0.x and 2.0.x, a ``cli.js`` run by Node, installed by
-``scripts/install-old-clis.sh`` under ``.cache/claude-cli-<version>``) runs in print mode,
+Each old CLI (0.2.x to 2.1.0, a ``cli.js`` run by Node, installed by
+``scripts/install-old-clis.sh`` under ``.cache/claude-cli-<version>`` or ``$SLSP_OLD_CLI_DIR``) runs in print mode,
 offline, against the scripted test model (tests/scripted_api.py), in a working directory
 under /tmp/slsp-versions (wiped first, so paths are reproducible). Its ``projects/`` folder is
 copied as it left it. Then every session file is resumed by the real CLI 2.1.328 with
 ``ORACLE <id>``, each from a fresh copy of that folder (so every resume sees the old writer's file,
 untouched), and the request it sent is recorded. A third part, ``models/``, holds small files whose
 replies name different models, resumed the same way: which model 2.1.328 continues with, and what
-that does to the conversation. Run: ``.venv/bin/python scripts/make_versions_corpus.py``.
+that does to the conversation. Run: ``.venv/bin/python scripts/make_versions_corpus.py`` (everything, anew),
+or ``... make_versions_corpus.py --add VERSION...`` to add writers to the committed corpus, keeping what it holds
+(requests are appended, so the indexes of the committed oracles stay valid).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -28,7 +32,8 @@ from scripted_api import ScriptedModelServer  # noqa: E402
 
 BASE = Path("/tmp/slsp-versions")
 OUT = REPO / "tests" / "corpus" / "versions"
-OLD_VERSIONS = ("1.0.128", "2.0.77")
+OLD_VERSIONS = ("0.2.109", "1.0.0", "1.0.51", "1.0.128", "2.0.0", "2.0.77", "2.1.0")
+"""The writers, oldest first: 0.2.109 is the oldest that writes JSONL transcripts (see the README)."""
 SYSTEM = "Scripted test model. Be brief."
 RESUME_FLAGS = ["--system-prompt", SYSTEM, "--tools", "Read,Agent"]
 SCRUB_REMINDER = "<system-reminder>[scrubbed]"
@@ -61,7 +66,31 @@ MODELS = (
 
 
 def old_cli(version: str) -> Path:
-    return REPO / ".cache" / f"claude-cli-{version}" / "node_modules" / "@anthropic-ai" / "claude-code" / "cli.js"
+    """The version's ``cli.js``: under ``$SLSP_OLD_CLI_DIR`` when set, else under the repo's ``.cache``."""
+    root = Path(os.environ.get("SLSP_OLD_CLI_DIR") or REPO / ".cache")
+    return root / f"claude-cli-{version}" / "node_modules" / "@anthropic-ai" / "claude-code" / "cli.js"
+
+
+def cli_knows(version: str, word: str) -> bool:
+    """Whether the version's bundle holds ``word`` (an option or a tool name): what it can be asked to do."""
+    return word in old_cli(version).read_text(encoding="utf-8", errors="replace")
+
+
+def first_session_id(projects: Path, sid: str) -> str:
+    """The sessionId of the first row of session ``sid``'s file that has one."""
+    (path,) = projects.glob(f"*/{sid}.jsonl")
+    with path.open(encoding="utf-8") as f:
+        return next(str(row["sessionId"]) for row in map(json.loads, f) if row.get("sessionId"))
+
+
+def session_files(projects: Path) -> dict[Path, tuple[int, int]]:
+    """Session files (not agent files) with their size and mtime."""
+    out = {}
+    for path in projects.glob("*/*.jsonl"):
+        if not path.name.startswith("agent-"):
+            st = path.stat()
+            out[path] = (st.st_size, st.st_mtime_ns)
+    return out
 
 
 def session_id(version: str, n: int) -> str:
@@ -129,12 +158,13 @@ def condense(request: dict[str, Any], cli: str) -> dict[str, Any]:
 class Driver:
     """Runs CLI steps and logs each, with the requests it made, to steps.log."""
 
-    def __init__(self, model: ScriptedModelServer) -> None:
+    def __init__(self, model: ScriptedModelServer, kept: dict[str, Any] | None = None) -> None:
+        kept = kept or {}
         self.model = model
-        self.log: list[str] = []
-        self.requests: list[dict[str, Any]] = []
-        self.oracles: dict[str, dict[str, Any]] = {}
-        self.models: list[dict[str, Any]] = []
+        self.log: list[str] = kept.get("log", [])
+        self.requests: list[dict[str, Any]] = kept.get("requests", [])
+        self.oracles: dict[str, dict[str, Any]] = kept.get("oracles", {})
+        self.models: list[dict[str, Any]] = kept.get("models", [])
 
     def _collect(self, first: int, cli: str) -> tuple[int, int]:
         start = len(self.requests)
@@ -175,7 +205,7 @@ class Driver:
         return lo, done.stdout, done.stderr
 
     def write_sessions(self, version: str) -> Path:
-        """The old CLI's sessions: turns, tool calls, a subagent, a compaction, resumes."""
+        """The old CLI's sessions: turns, tool calls, a subagent, a compaction, resumes, a fork."""
         root = BASE / version
         work = root / "work"
         work.mkdir(parents=True)
@@ -183,25 +213,49 @@ class Driver:
         note.write_text("a note\n", encoding="utf-8")
         plan.write_text("step one\nstep two\n", encoding="utf-8")
         config = root / "config"
-        s1, s2, s3, s4 = (session_id(version, n) for n in (1, 2, 3, 4))
-        run = lambda prompt, *args: self.step(version, work, config, prompt, *args)  # noqa: E731
+        projects = config / "projects"
+        named = cli_knows(version, "--session-id")
+
+        def run(n: int, prompt: str, *args: str) -> str:
+            """One step; returns the id of the session file it wrote (CLIs before 1.0.x resume into a new one)."""
+            before = session_files(projects)
+            ids = ["--session-id", session_id(version, n)] if named and not args else []
+            _, _, err = self.step(version, work, config, prompt, *args, *ids, check=False)
+            if "No conversation found" in err and args[:1] == ("--resume",):
+                # 0.2.x finds a session by its first row's sessionId, which a resumed copy keeps
+                first = first_session_id(projects, args[1])
+                self.step(version, work, config, prompt, "--resume", first, *args[2:])
+            elif not self.log[-1].startswith("rc=0 "):
+                raise SystemExit("\n".join(self.log))
+            after = session_files(projects)
+            written = [p for p, stamp in after.items() if before.get(p) != stamp]
+            if not written:
+                raise SystemExit("\n".join([*self.log, f"{version}: {prompt!r} wrote no session file"]))
+            sid = max(written, key=lambda p: after[p][1]).stem
+            self.log.append(f"wrote {sid}")
+            return sid
+
         # s1: a plain turn, a tool call, a subagent, a compaction, a turn after it
-        run("hello", "--session-id", s1)
-        run(f"READ {note}", "--resume", s1)
-        run(f"TASK READ {plan}", "--resume", s1)
-        run("/compact", "--resume", s1)
-        run("after the compact", "--resume", s1)
+        s1 = run(1, "hello")
+        s1 = run(1, f"READ {note}", "--resume", s1)
+        s1 = run(1, f"TASK READ {plan}", "--resume", s1)
+        s1 = run(1, "/compact", "--resume", s1)
+        compacted = run(1, "after the compact", "--resume", s1)
         # s2: parallel calls, then two plain turns
-        run(f"PAR {note} {plan}", "--session-id", s2)
-        run("a plain question", "--resume", s2)
-        run("another one", "--resume", s2)
+        s2 = run(2, f"PAR {note} {plan}")
+        s2 = run(2, "a plain question", "--resume", s2)
+        run(2, "another one", "--resume", s2)
         # s3: ends right after a subagent's answer
-        run("start", "--session-id", s3)
-        run(f"TASK READ {note}", "--resume", s3)
+        s3 = run(3, "start")
+        run(3, f"TASK READ {note}", "--resume", s3)
         # s4: a call of the tool that stops a background shell (renamed TaskStop in 2.1's table)
-        kill = "KillBash" if version.startswith("1.") else "KillShell"
-        run(f'CALL {kill} {{"shell_id": "no-such-shell"}}', "--session-id", s4)
-        return config / "projects"
+        kill = next((k for k in ("KillShell", "KillBash") if cli_knows(version, f'"{k}"')), None)
+        if kill:
+            run(4, f'CALL {kill} {{"shell_id": "no-such-shell"}}')
+        # a fork of the compacted session, where the CLI has --fork-session
+        if cli_knows(version, "--fork-session"):
+            run(5, "a forked turn", "--resume", compacted, "--fork-session")
+        return projects
 
     def resume_all(self, version: str, projects: Path) -> None:
         """Resume every session file with CLI 2.1.328, each from a fresh copy of the old folder."""
@@ -372,23 +426,80 @@ def write_readme(d: Driver) -> None:
     (OUT / "README.md").write_text("\n".join(lines), encoding="utf-8")
 
 
-def main() -> int:
-    missing = [v for v in OLD_VERSIONS if not old_cli(v).is_file()]
+ROLES = {
+    "after the compact": "compacted",
+    "another one": "parallel",
+    "TASK READ {work}/note.txt": "subagent-last",
+    "CALL ": "kill",
+    "a forked turn": "fork",
+}
+"""The step whose session file each role names (the last step of each scenario), by its prompt."""
+
+
+def roles_from_log(log: list[str]) -> dict[str, dict[str, str]]:
+    """writer -> role -> the id of the session file that role's step wrote (from steps.log)."""
+    roles: dict[str, dict[str, str]] = {}
+    pending: tuple[str, str] | None = None
+    for line in log:
+        if line.startswith("== ") and not line.startswith("== 2.1.328 "):
+            version, rest = line[3:].split(" ", 1)
+            command = rest.split(" -p ", 1)[1]
+            work = str(BASE / version / "work")
+            role = next((r for prompt, r in ROLES.items() if command.startswith(prompt.format(work=work))), None)
+            pending = (version, role) if role else None
+            words = command.split()
+            for flag in ("--session-id", "--resume"):
+                if pending and flag in words and "--fork-session" not in words:
+                    roles.setdefault(version, {})[role] = words[words.index(flag) + 1]
+        elif line.startswith("wrote ") and pending:
+            roles.setdefault(pending[0], {})[pending[1]] = line.removeprefix("wrote ")
+            pending = None
+    return roles
+
+
+def load_kept() -> dict[str, Any]:
+    """What the committed corpus holds, for --add."""
+    return {
+        "requests": [json.loads(line) for line in (OUT / "api-requests.jsonl").open(encoding="utf-8")],
+        "log": (OUT / "steps.log").read_text(encoding="utf-8").splitlines(),
+        "oracles": json.loads((OUT / "oracles.json").read_text(encoding="utf-8")),
+        "models": json.loads((OUT / "models.json").read_text(encoding="utf-8")),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--add", nargs="+", metavar="VERSION", help="add these writers to the committed corpus")
+    args = parser.parse_args(argv)
+    versions = tuple(args.add or OLD_VERSIONS)
+    missing = [v for v in versions if not old_cli(v).is_file()]
     if find_claude() is None or missing or shutil.which("node") is None:
-        print(f"NEEDED: node, CLI 2.1.328 and old CLIs {missing}: run scripts/setup --test", file=sys.stderr)
+        print(f"NEEDED: node, CLI 2.1.328 and old CLIs {missing}: run scripts/install-old-clis.sh", file=sys.stderr)
         return 1
-    shutil.rmtree(BASE, ignore_errors=True)
-    shutil.rmtree(OUT, ignore_errors=True)
-    OUT.mkdir(parents=True)
+    if args.add:
+        there = [v for v in versions if (OUT / f"claude-code-{v}").exists()]
+        if there:
+            print(f"already in the corpus: {there}", file=sys.stderr)
+            return 1
+        kept = load_kept()
+        for version in versions:
+            shutil.rmtree(BASE / version, ignore_errors=True)
+            shutil.rmtree(BASE / "resume" / version, ignore_errors=True)
+    else:
+        kept = {}
+        shutil.rmtree(BASE, ignore_errors=True)
+        shutil.rmtree(OUT, ignore_errors=True)
+        OUT.mkdir(parents=True)
     scripted_api.plan_reply = _plan_with_task
     try:
-        with ScriptedModelServer(seed="versions-corpus") as model:
-            d = Driver(model)
-            for version in OLD_VERSIONS:
+        with ScriptedModelServer(seed="versions-corpus" + "".join(f"-{v}" for v in args.add or ())) as model:
+            d = Driver(model, kept)
+            for version in versions:
                 projects = d.write_sessions(version)
                 shutil.copytree(projects, OUT / f"claude-code-{version}" / "projects")
                 d.resume_all(version, OUT / f"claude-code-{version}" / "projects")
-            d.model_files()
+            if not args.add:
+                d.model_files()
     finally:
         scripted_api.plan_reply = _plain_plan
     with (OUT / "api-requests.jsonl").open("w", encoding="utf-8") as f:
@@ -398,6 +509,7 @@ def main() -> int:
     dump = lambda value: json.dumps(value, ensure_ascii=False, indent=2) + "\n"  # noqa: E731
     (OUT / "oracles.json").write_text(dump(dict(sorted(d.oracles.items()))), encoding="utf-8")
     (OUT / "models.json").write_text(dump(d.models), encoding="utf-8")
+    (OUT / "roles.json").write_text(dump(roles_from_log(d.log)), encoding="utf-8")
     write_readme(d)
     print(f"wrote {OUT}: {len(d.requests)} requests, {len(d.oracles)} resumed files, {len(d.models)} model files")
     return 0
