@@ -152,6 +152,14 @@ def condense(request: dict[str, Any], cli: str) -> dict[str, Any]:
     return {"cli": cli, "sessionId": request["sessionId"], "model": request.get("model"), "messages": messages}
 
 
+def shorten(request: dict[str, Any]) -> dict[str, Any]:
+    """An old CLI's own request keeps only its last message (what that step sent anew), to keep the corpus
+    small; 2.1.328's requests, the oracles, are kept whole."""
+    if request["cli"] == "2.1.328" or "earlierMessages" in request:
+        return request
+    return {**request, "messages": request["messages"][-1:], "earlierMessages": len(request["messages"]) - 1}
+
+
 # -- driving the CLIs ----------------------------------------------------------------------------
 
 
@@ -168,7 +176,7 @@ class Driver:
 
     def _collect(self, first: int, cli: str) -> tuple[int, int]:
         start = len(self.requests)
-        self.requests += [condense(r, cli) for r in self.model.requests[first:]]
+        self.requests += [shorten(condense(r, cli)) for r in self.model.requests[first:]]
         return start, len(self.requests) - 1
 
     def step(
@@ -386,21 +394,32 @@ def write_readme(d: Driver) -> None:
         "scripted model: `TASK <prompt>` answers with one `Task` tool call (the subagent tool before 2.1),",
         "`CALL <tool> <json>` with one call of that tool.",
         "",
-        f"Writers: {', '.join(f'`@anthropic-ai/claude-code@{v}`' for v in OLD_VERSIONS)} (`cli.js` run by Node",
-        "as root, `--allowedTools Read,Task,KillBash,KillShell`, default system prompt and tools). In",
+        f"Writers: {', '.join(f'`@anthropic-ai/claude-code@{v}`' for v in OLD_VERSIONS)} (`cli.js` run by",
+        "Node 20 as root, `--allowedTools Read,Task,KillBash,KillShell`, default system prompt and tools). In",
         "each, working directory `/tmp/slsp-versions/<version>/work`:",
-        "- session `…0001-…`: `hello`, `READ note.txt`, `TASK READ plan.txt` (a subagent), `/compact`,",
-        "  `after the compact`, each step after the first a `--resume` of the same id;",
-        "- session `…0002-…`: `PAR note.txt plan.txt` (two parallel calls), two plain prompts;",
-        "- session `…0003-…`: `start`, then `TASK READ note.txt` (the file ends after the subagent);",
-        "- session `…0004-…`: one call of `KillBash` (1.0.x) or `KillShell` (2.0.x) with a shell id that",
-        "  does not exist (an error result): 2.1.328 sends `Task` as `Agent` but keeps these names.",
+        "- session 1: `hello`, `READ note.txt`, `TASK READ plan.txt` (a subagent), `/compact`,",
+        "  `after the compact`, each step after the first a `--resume` of the step before;",
+        "- session 2: `PAR note.txt plan.txt` (two parallel calls), two plain prompts;",
+        "- session 3: `start`, then `TASK READ note.txt` (the file ends after the subagent);",
+        "- session 4 (where the CLI has the tool): one call of `KillBash` (1.0.128) or `KillShell` (2.0.x, 2.1.0)",
+        "  with a shell id that does not exist (an error result): 2.1.328 sends `Task` as `Agent` but keeps these;",
+        "- where the CLI has `--fork-session` (2.0.0 on): `a forked turn`, `--resume` of session 1 with it.",
+        "",
+        "Where the CLI has `--session-id` (1.0.128, 2.0.x, 2.1.0) sessions have made-up ids (`10000001-…`);",
+        "before, each resume of 0.2.109, 1.0.0 and 1.0.51 wrote a new file holding a copy of the conversation",
+        "(0.2.109 keeps the copied rows' `sessionId` and finds a session by its first row's, so the script resumes",
+        "that id when the file's own is refused). `roles.json` names, per writer, the file each scenario's last",
+        "step wrote (`compacted`, `parallel`, `subagent-last`, `kill`, `fork`); `steps.log` has every step.",
+        "",
+        "What did not make it: 0.2.9 to 0.2.74 run under Node 20 (0.2.9 only with its onboarding and API key",
+        "answered in `~/.claude.json`) but have no `--resume` and write no JSONL transcript; 0.2.96 and 0.2.100",
+        "have `--resume` but still no JSONL transcript; 0.2.109 is the oldest that writes `projects/*.jsonl`.",
         "",
         "`claude-code-<version>/projects/` is that CLI's `projects/` folder as it left it: nothing edited.",
-        "It also holds what these CLIs leave besides sessions: 1.0.x summary-only `<uuid>.jsonl` files",
-        "(title summaries of print-mode runs) and inline subagent rows (`isSidechain: true` in the main",
-        "file); 2.0.x empty `<uuid>.jsonl` files and project-level `agent-<id>.jsonl` files (the",
-        "subagent's own, and `Warmup` ones).",
+        "It also holds what these CLIs leave besides sessions: summary-only `<uuid>.jsonl` files (title",
+        "summaries of print-mode runs), inline subagent rows (`isSidechain: true` in the main file) up to",
+        "2.0.0; 2.0.x empty `<uuid>.jsonl` files; 2.0.77's and 2.1.0's project-level `agent-<id>.jsonl` files",
+        "(the subagent's own, and `Warmup` ones); 0.2.109's `costUSD` and `durationMs` on every reply.",
         "",
         'Then CLI 2.1.328 (`-p "ORACLE <id>" --resume <id>`, no `--bare`, with',
         f'`--system-prompt "{SYSTEM}" --tools Read,Agent`) resumed each `<uuid>.jsonl` from a fresh copy',
@@ -414,7 +433,8 @@ def write_readme(d: Driver) -> None:
         "models, the request and the model 2.1.328 continued with (and what it printed on stderr).",
         "",
         "`api-requests.jsonl` has every request of every CLI in order (`cli`, `sessionId`, `model`,",
-        "`messages`): texts in full, tool calls by id and name, tool results by id and content. Scrubbed,",
+        "`messages`): texts in full, tool calls by id and name, tool results by id and content; an old CLI's",
+        "own request keeps only its last message (`earlierMessages` counts the ones left out). Scrubbed,",
         "as in `tests/corpus/generated`: system reminders (they carry the machine's OS and dates)",
         f"become `{SCRUB_REMINDER}`, system messages `{SCRUB_SYSTEM}` (an empty one stays empty).",
         "`steps.log` lists every command, its output and the requests it made.",
@@ -460,7 +480,7 @@ def roles_from_log(log: list[str]) -> dict[str, dict[str, str]]:
 def load_kept() -> dict[str, Any]:
     """What the committed corpus holds, for --add."""
     return {
-        "requests": [json.loads(line) for line in (OUT / "api-requests.jsonl").open(encoding="utf-8")],
+        "requests": [shorten(json.loads(line)) for line in (OUT / "api-requests.jsonl").open(encoding="utf-8")],
         "log": (OUT / "steps.log").read_text(encoding="utf-8").splitlines(),
         "oracles": json.loads((OUT / "oracles.json").read_text(encoding="utf-8")),
         "models": json.loads((OUT / "models.json").read_text(encoding="utf-8")),
