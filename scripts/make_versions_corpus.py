@@ -257,7 +257,8 @@ class Driver:
         s3 = run(3, "start")
         run(3, f"TASK READ {note}", "--resume", s3)
         # s4: a call of the tool that stops a background shell (renamed TaskStop in 2.1's table)
-        kill = next((k for k in ("KillShell", "KillBash") if cli_knows(version, f'"{k}"')), None)
+        # 1.0.128's committed session calls `KillBash`, a name it has no tool for (its tool is `KillShell`)
+        kill = "KillBash" if version == "1.0.128" else "KillShell" if cli_knows(version, '"KillShell"') else None
         if kill:
             run(4, f'CALL {kill} {{"shell_id": "no-such-shell"}}')
         # a fork of the compacted session, where the CLI has --fork-session
@@ -401,8 +402,9 @@ def write_readme(d: Driver) -> None:
         "  `after the compact`, each step after the first a `--resume` of the step before;",
         "- session 2: `PAR note.txt plan.txt` (two parallel calls), two plain prompts;",
         "- session 3: `start`, then `TASK READ note.txt` (the file ends after the subagent);",
-        "- session 4 (where the CLI has the tool): one call of `KillBash` (1.0.128) or `KillShell` (2.0.x, 2.1.0)",
-        "  with a shell id that does not exist (an error result): 2.1.328 sends `Task` as `Agent` but keeps these;",
+        "- session 4: one call of `KillShell` (2.0.x, 2.1.0; 1.0.128 has it too) with a shell id that does not",
+        "  exist (an error result), or of `KillBash` in 1.0.128's, a name that CLI has no tool for (it answered",
+        "  with an error result too): 2.1.328 sends `Task` as `Agent` but keeps these names;",
         "- where the CLI has `--fork-session` (2.0.0 on): `a forked turn`, `--resume` of session 1 with it.",
         "",
         "Where the CLI has `--session-id` (1.0.128, 2.0.x, 2.1.0) sessions have made-up ids (`10000001-…`);",

@@ -88,8 +88,9 @@ def test_old_task_calls_go_as_agent(writer: str, capsys: pytest.CaptureFixture[s
 
 
 def test_other_old_tool_names_stay(capsys: pytest.CaptureFixture[str]) -> None:
-    """`KillBash` (1.0.x) and `KillShell` (2.0.x, 2.1.0) went out under their own names, though the CLI's
-    table of legacy names maps them to `TaskStop` (0.2.109, 1.0.0 and 1.0.51 have neither tool)."""
+    """`KillBash` (called in 1.0.128's session, which has no such tool) and `KillShell` (2.0.x, 2.1.0) went out
+    under their own names, though the CLI's table of legacy names maps them to `TaskStop` (0.2.109, 1.0.0 and
+    1.0.51 have no such tool and were not asked)."""
     sent = {}
     for writer in WRITERS:
         if "kill" in ROLES[writer]:
