@@ -116,6 +116,20 @@ def _plan_with_task(messages: list[Any]) -> tuple[str, list[dict[str, Any]]]:
     return kind, blocks
 
 
+_plain_build = ScriptedModelServer.build_message
+LIMIT_TOKENS = 195_000
+"""The input tokens a reply to `BIG <words>` reports: past every CLI's auto-compact threshold (200k context)."""
+
+
+def _build_with_big_usage(
+    self: ScriptedModelServer, body: dict[str, Any], blocks: list[dict[str, Any]]
+) -> dict[str, Any]:
+    message = _plain_build(self, body, blocks)
+    if any(str(b.get("text", "")).startswith("echo: BIG ") for b in blocks):
+        message["usage"]["input_tokens"] = LIMIT_TOKENS
+    return message
+
+
 # -- condensed requests --------------------------------------------------------------------------
 
 
@@ -152,12 +166,25 @@ def condense(request: dict[str, Any], cli: str) -> dict[str, Any]:
     return {"cli": cli, "sessionId": request["sessionId"], "model": request.get("model"), "messages": messages}
 
 
+TEXT_CUT = 500
+"""Texts longer than this are cut to it (tests/oracle.py accepts a longer text of ours that starts with it)."""
+
+
+def _cut_texts(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def cut(block: dict[str, Any]) -> dict[str, Any]:
+        text = block.get("text")
+        return {**block, "text": text[:TEXT_CUT]} if isinstance(text, str) and len(text) > TEXT_CUT else block
+
+    return [{**m, "content": [cut(b) for b in m["content"]]} for m in messages]
+
+
 def shorten(request: dict[str, Any]) -> dict[str, Any]:
-    """An old CLI's own request keeps only its last message (what that step sent anew), to keep the corpus
-    small; 2.1.328's requests, the oracles, are kept whole."""
+    """Texts cut at TEXT_CUT; an old CLI's own request keeps only its last message (what that step sent anew).
+    2.1.328's requests, the oracles, keep every message. Shortening twice changes nothing."""
+    messages = _cut_texts(request["messages"])
     if request["cli"] == "2.1.328" or "earlierMessages" in request:
-        return request
-    return {**request, "messages": request["messages"][-1:], "earlierMessages": len(request["messages"]) - 1}
+        return {**request, "messages": messages}
+    return {**request, "messages": messages[-1:], "earlierMessages": len(messages) - 1}
 
 
 # -- driving the CLIs ----------------------------------------------------------------------------
@@ -261,6 +288,11 @@ class Driver:
         kill = "KillBash" if version == "1.0.128" else "KillShell" if cli_knows(version, '"KillShell"') else None
         if kill:
             run(4, f'CALL {kill} {{"shell_id": "no-such-shell"}}')
+        # s6: a long session past its limit: the reply to BIG reports 195k input tokens, so the next turn
+        # compacts first (before 1.0.128 only in memory: the file keeps every row)
+        s6 = run(6, "hi")
+        s6 = run(6, "BIG turn", "--resume", s6)
+        run(6, "after the limit", "--resume", s6)
         # a fork of the compacted session, where the CLI has --fork-session
         if cli_knows(version, "--fork-session"):
             run(5, "a forked turn", "--resume", compacted, "--fork-session")
@@ -405,6 +437,8 @@ def write_readme(d: Driver) -> None:
         "- session 4: one call of `KillShell` (2.0.x, 2.1.0; 1.0.128 has it too) with a shell id that does not",
         "  exist (an error result), or of `KillBash` in 1.0.128's, a name that CLI has no tool for (it answered",
         "  with an error result too): 2.1.328 sends `Task` as `Agent` but keeps these names;",
+        "- session 6 (not in 1.0.128's and 2.0.77's): `hi`, `BIG turn` (whose reply reports 195,000 input tokens),",
+        "  `after the limit` (the CLI compacts before it: a long session past its limit);",
         "- where the CLI has `--fork-session` (2.0.0 on): `a forked turn`, `--resume` of session 1 with it.",
         "",
         "Where the CLI has `--session-id` (1.0.128, 2.0.x, 2.1.0) sessions have made-up ids (`10000001-…`);",
@@ -435,8 +469,9 @@ def write_readme(d: Driver) -> None:
         "models, the request and the model 2.1.328 continued with (and what it printed on stderr).",
         "",
         "`api-requests.jsonl` has every request of every CLI in order (`cli`, `sessionId`, `model`,",
-        "`messages`): texts in full, tool calls by id and name, tool results by id and content; an old CLI's",
-        "own request keeps only its last message (`earlierMessages` counts the ones left out). Scrubbed,",
+        f"`messages`): texts (cut at {TEXT_CUT} characters), tool calls by id and name, tool results by id and",
+        "content; an old CLI's own request keeps only its last message (`earlierMessages` counts the ones left",
+        "out). Scrubbed,",
         "as in `tests/corpus/generated`: system reminders (they carry the machine's OS and dates)",
         f"become `{SCRUB_REMINDER}`, system messages `{SCRUB_SYSTEM}` (an empty one stays empty).",
         "`steps.log` lists every command, its output and the requests it made.",
@@ -454,6 +489,7 @@ ROLES = {
     "TASK READ {work}/note.txt": "subagent-last",
     "CALL ": "kill",
     "a forked turn": "fork",
+    "after the limit": "auto-compacted",
 }
 """The step whose session file each role names (the last step of each scenario), by its prompt."""
 
@@ -513,6 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(OUT, ignore_errors=True)
         OUT.mkdir(parents=True)
     scripted_api.plan_reply = _plan_with_task
+    ScriptedModelServer.build_message = _build_with_big_usage  # type: ignore[method-assign]
     try:
         with ScriptedModelServer(seed="versions-corpus" + "".join(f"-{v}" for v in args.add or ())) as model:
             d = Driver(model, kept)
@@ -524,6 +561,7 @@ def main(argv: list[str] | None = None) -> int:
                 d.model_files()
     finally:
         scripted_api.plan_reply = _plain_plan
+        ScriptedModelServer.build_message = _plain_build  # type: ignore[method-assign]
     with (OUT / "api-requests.jsonl").open("w", encoding="utf-8") as f:
         for request in d.requests:
             f.write(json.dumps(request, ensure_ascii=False) + "\n")
