@@ -142,3 +142,17 @@ def test_model_a_resume_continues_with(entry: dict[str, Any]) -> None:
     assert last_model(path) == restored
     ours = resume(path, effort_statement=True).messages
     assert differences(ours, sent_before_prompt(request, entry["sessionId"])) == []
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_partial_list_agrees(writer: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`list --partial` (heads and tails only) gives every field it does not leave pending as the whole listing."""
+    projects = str(ROOT / f"claude-code-{writer}" / "projects")
+    assert main(["list", "--projects-dir", projects, "--json"]) == 0
+    whole = {s["sessionId"]: s for s in json.loads(capsys.readouterr().out)}
+    assert main(["list", "--partial", "--projects-dir", projects, "--json"]) == 0
+    partial = {s["sessionId"]: s for s in json.loads(capsys.readouterr().out)}
+    assert partial.keys() == whole.keys()
+    for sid, item in partial.items():
+        kept = set(item) - set(item.get("pending") or []) - {"partial", "pending"}
+        assert {k: item[k] for k in kept} == {k: whole[sid][k] for k in kept}
