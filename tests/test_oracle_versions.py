@@ -57,6 +57,15 @@ def test_chain_json_is_what_2_1_328_sent(rel: str, capsys: pytest.CaptureFixture
     assert differences(out["messages"], sent_before_prompt(request, info["sessionId"])) == []
 
 
+@pytest.mark.parametrize("rel", RESUMED, ids=lambda r: r.split("/")[0][12:] + ":" + Path(r).stem[:8])
+def test_resume_continues_with_the_model_2_1_328_chose(rel: str) -> None:
+    """2.1.328 kept the model of 2.0.0's to 2.1.0's replies (claude-sonnet-4-5) and took its default for those
+    of 0.2.109 to 1.0.128 (claude-3-7-sonnet, claude-sonnet-4)."""
+    path = ROOT / rel
+    entries = read_entries(path, build_chain(Transcript.load(path)).rows)
+    assert canonical(continued_model(entries)) == canonical(REQUESTS[ORACLES[rel]["request"]]["model"])
+
+
 def _file(writer: str, role: str) -> Path:
     return next(
         ROOT / rel
