@@ -1,4 +1,4 @@
-"""Sessions written by older CLIs (tests/corpus/versions: 1.0.128 and 2.0.77), as CLI 2.1.328 resumes them.
+"""Sessions written by older CLIs (tests/corpus/versions: 0.2.109 to 2.1.0), as CLI 2.1.328 resumes them.
 
 `session-lsp chain --json` of each file the real CLI 2.1.328 resumed must be the conversation it
 sent before its new prompt; the files it refused ("No conversation found") are no sessions; the
@@ -26,6 +26,9 @@ ROOT = TESTS / "corpus" / "versions"
 REQUESTS = load_requests(ROOT / "api-requests.jsonl")
 ORACLES = json.loads((ROOT / "oracles.json").read_text())
 MODELS = json.loads((ROOT / "models.json").read_text())
+ROLES = json.loads((ROOT / "roles.json").read_text())
+"""writer -> role (compacted, parallel, subagent-last, kill, fork) -> the session file that step wrote."""
+WRITERS = sorted(ROLES, key=lambda v: tuple(map(int, v.split("."))))
 RESUMED = sorted(rel for rel, info in ORACLES.items() if info["request"] is not None)
 REFUSED = sorted(rel for rel, info in ORACLES.items() if info["request"] is None)
 
@@ -54,34 +57,55 @@ def test_chain_json_is_what_2_1_328_sent(rel: str, capsys: pytest.CaptureFixture
     assert differences(out["messages"], sent_before_prompt(request, info["sessionId"])) == []
 
 
+@pytest.mark.parametrize("rel", RESUMED, ids=lambda r: r.split("/")[0][12:] + ":" + Path(r).stem[:8])
+def test_resume_continues_with_the_model_2_1_328_chose(rel: str) -> None:
+    """2.1.328 kept the model of 2.0.0's to 2.1.0's replies (claude-sonnet-4-5) and took its default for those
+    of 0.2.109 to 1.0.128 (claude-3-7-sonnet, claude-sonnet-4)."""
+    path = ROOT / rel
+    entries = read_entries(path, build_chain(Transcript.load(path)).rows)
+    assert canonical(continued_model(entries)) == canonical(REQUESTS[ORACLES[rel]["request"]]["model"])
+
+
+def _file(writer: str, role: str) -> Path:
+    return next(
+        ROOT / rel
+        for rel, info in ORACLES.items()
+        if info["writer"] == writer and rel.endswith(f"/{ROLES[writer][role]}.jsonl")
+    )
+
+
 def test_every_old_session_was_resumed() -> None:
-    """Four sessions per writer, each resumed by 2.1.328 (the corpus is what the tests say)."""
+    """Every session file of each writer that 2.1.328 resumed (the corpus is what the tests say): before 2.0
+    each resume wrote a new file (a copy of the conversation), from 2.0 on it appends to the same one."""
     writers = [ORACLES[rel]["writer"] for rel in RESUMED]
-    assert sorted(writers) == ["1.0.128"] * 4 + ["2.0.77"] * 4
+    counts = {writer: writers.count(writer) for writer in WRITERS}
+    assert counts == {"0.2.109": 13, "1.0.0": 13, "1.0.51": 13, "1.0.128": 4, "2.0.0": 6, "2.0.77": 4, "2.1.0": 6}
+    for writer in WRITERS:
+        assert all(
+            ORACLES[rel]["request"] is not None for rel in ORACLES if rel.endswith(tuple(ROLES[writer].values()))
+        )
 
 
-def test_old_task_calls_go_as_agent(capsys: pytest.CaptureFixture[str]) -> None:
-    """The third session of each writer ends with its Task call and result (2.1.328 sent `Agent`)."""
-    ends_with_task = [rel for rel in RESUMED if Path(rel).stem[:8] in ("10000003", "20000003")]
-    assert len(ends_with_task) == 2
-    for rel in ends_with_task:
-        assert '"name":"Task"' in (ROOT / rel).read_text()
-        messages = chain_json(ROOT / rel, capsys)["messages"]
-        names = [b["name"] for m in messages for b in m["content"] if b.get("type") == "tool_use"]
-        assert names == ["Agent"]
+@pytest.mark.parametrize("writer", WRITERS)
+def test_old_task_calls_go_as_agent(writer: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The session that ends with a subagent ends with its Task call and result (2.1.328 sent `Agent`)."""
+    path = _file(writer, "subagent-last")
+    assert '"name":"Task"' in path.read_text()
+    messages = chain_json(path, capsys)["messages"]
+    names = [b["name"] for m in messages for b in m["content"] if b.get("type") == "tool_use"]
+    assert names[-1] == "Agent" and "Task" not in names
 
 
 def test_other_old_tool_names_stay(capsys: pytest.CaptureFixture[str]) -> None:
-    """`KillBash` (1.0.x) and `KillShell` (2.0.x) went out under their own names, though the CLI's
-    table of legacy names maps them to `TaskStop`."""
+    """`KillBash` (called in 1.0.128's session, which has no such tool) and `KillShell` (2.0.x, 2.1.0) went out
+    under their own names, though the CLI's table of legacy names maps them to `TaskStop` (0.2.109, 1.0.0 and
+    1.0.51 have no such tool and were not asked)."""
     sent = {}
-    for rel in RESUMED:
-        if Path(rel).stem[:8] in ("10000004", "20000004"):
-            messages = chain_json(ROOT / rel, capsys)["messages"]
-            sent[ORACLES[rel]["writer"]] = [
-                b["name"] for m in messages for b in m["content"] if b.get("type") == "tool_use"
-            ]
-    assert sent == {"1.0.128": ["KillBash"], "2.0.77": ["KillShell"]}
+    for writer in WRITERS:
+        if "kill" in ROLES[writer]:
+            messages = chain_json(_file(writer, "kill"), capsys)["messages"]
+            sent[writer] = [b["name"] for m in messages for b in m["content"] if b.get("type") == "tool_use"]
+    assert sent == {"1.0.128": ["KillBash"], "2.0.0": ["KillShell"], "2.0.77": ["KillShell"], "2.1.0": ["KillShell"]}
 
 
 @pytest.mark.parametrize("rel", REFUSED, ids=lambda r: Path(r).stem[:8])
@@ -97,21 +121,22 @@ def test_refused_files_are_no_sessions(rel: str, capsys: pytest.CaptureFixture[s
     assert info["sessionId"] not in listed
 
 
-@pytest.mark.parametrize("writer", ["1.0.128", "2.0.77"])
+@pytest.mark.parametrize("writer", WRITERS)
 def test_list_is_the_resumable_sessions(writer: str, capsys: pytest.CaptureFixture[str]) -> None:
     projects = ROOT / f"claude-code-{writer}" / "projects"
     assert main(["list", "--projects-dir", str(projects), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     resumed = {ORACLES[rel]["sessionId"] for rel in RESUMED if ORACLES[rel]["writer"] == writer}
     assert {s["sessionId"] for s in listed} == resumed
-    # 2.0.x wrote each subagent to a project-level agent file (sessions 1 and 3 ran one), and many
-    # `Warmup` agent files, which are nobody's subagents; 1.0.x kept its subagents inline
-    subagents = {s["sessionId"][:8]: len(s["subagents"]) for s in listed}
+    # 2.0.77 and 2.1.0 wrote each subagent to an agent file (sessions 1 and 3 ran one), and many `Warmup`
+    # agent files, which are nobody's subagents; the others kept their subagents inline
+    subagents = {s["sessionId"]: len(s["subagents"]) for s in listed}
     expected = dict.fromkeys(subagents, 0)
-    if writer == "2.0.77":
-        expected.update({"20000001": 1, "20000003": 1})
-    assert len(subagents) == 4
+    if writer in ("2.0.77", "2.1.0"):
+        expected.update({ROLES[writer]["compacted"]: 1, ROLES[writer]["subagent-last"]: 1})
     assert subagents == expected
+    for item in listed:  # every resumable session has a title, messages and a priced usage
+        assert item["title"] and item["messageCount"] > 0 and item["usage"]["costUSD"] > 0
 
 
 @pytest.mark.parametrize("entry", MODELS, ids=lambda e: ",".join(e["replies"]))
@@ -126,3 +151,17 @@ def test_model_a_resume_continues_with(entry: dict[str, Any]) -> None:
     assert last_model(path) == restored
     ours = resume(path, effort_statement=True).messages
     assert differences(ours, sent_before_prompt(request, entry["sessionId"])) == []
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_partial_list_agrees(writer: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`list --partial` (heads and tails only) gives every field it does not leave pending as the whole listing."""
+    projects = str(ROOT / f"claude-code-{writer}" / "projects")
+    assert main(["list", "--projects-dir", projects, "--json"]) == 0
+    whole = {s["sessionId"]: s for s in json.loads(capsys.readouterr().out)}
+    assert main(["list", "--partial", "--projects-dir", projects, "--json"]) == 0
+    partial = {s["sessionId"]: s for s in json.loads(capsys.readouterr().out)}
+    assert partial.keys() == whole.keys()
+    for sid, item in partial.items():
+        kept = set(item) - set(item.get("pending") or []) - {"partial", "pending"}
+        assert {k: item[k] for k in kept} == {k: whole[sid][k] for k in kept}

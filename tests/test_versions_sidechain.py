@@ -30,13 +30,24 @@ def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("writer", ["1.0.128", "2.0.77"])
-def test_old_corpora_check_without_branches(writer: str, capsys: pytest.CaptureFixture[str]) -> None:
+WRITERS = ["0.2.109", "1.0.0", "1.0.51", "1.0.128", "2.0.0", "2.0.77", "2.1.0"]
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_every_old_corpus_checks_clean(writer: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """No error, warning nor rewound branch in what any old CLI wrote (all of it resumes in 2.1.328)."""
     projects = ROOT / f"claude-code-{writer}" / "projects"
     assert main(["check", "--projects-dir", str(projects), "--json"]) == 0
     diags = orjson.loads(capsys.readouterr().out)
     assert [d for d in diags if d["severity"] in ("error", "warning")] == []
     assert [d for d in diags if d["code"] == "unreachable-branch"] == []
+
+
+@pytest.mark.parametrize("writer", ["1.0.128", "2.0.77"])
+def test_old_corpora_check_without_branches(writer: str, capsys: pytest.CaptureFixture[str]) -> None:
+    projects = ROOT / f"claude-code-{writer}" / "projects"
+    assert main(["check", "--projects-dir", str(projects), "--json"]) == 0
+    diags = orjson.loads(capsys.readouterr().out)
     notes = sorted((Path(d["path"]).stem[:8], d["line"]) for d in diags if d["code"] == "subagent-sidechain")
     if writer == "2.0.77":  # its subagents are in agent files
         assert notes == []
