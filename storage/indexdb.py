@@ -4,8 +4,9 @@ Per transcript file it keeps the file's identity (device, inode, size, mtime, a 
 the byte offset it was read up to, its message count and listing summary, and (for the language
 server's index) its link rows, line offsets and read state; per session the checks' result (diagnostics
 and unresolved links, as JSON) with the identities it was computed from, and the usage total
-`list` shows with the stamps of the files it was summed from (`storage.usagetotals`); and the uuid ->
-(file, line) table that settles links across files. Message bodies are never stored.
+`list` shows with the stamps of the files it was summed from (`storage.usagetotals`); and each file's uuid ->
+line table, which settles links across files: one packed row per file (`storage.uuidpack`), found by a scan of
+the packs, the few uuids not in the CLI's canonical form in a table of their own. Message bodies are never stored.
 
 A file whose identity is unchanged is taken from the database; one that grew on the same inode with the
 same head is read from the stored offset; anything else (shrunk, replaced, rewritten in place) is read in
@@ -32,8 +33,9 @@ import orjson
 from storage import sqliteopen
 from storage.cache import cache_dir, private_dir, private_file
 from storage.folderstamp import settled
+from storage.uuidpack import UuidPack, Wanted, find, pack, unpack_lines
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000
@@ -55,10 +57,11 @@ CREATE TABLE IF NOT EXISTS rowsets(
     head_len INTEGER, head BLOB, state BLOB, rows BLOB);
 CREATE TABLE IF NOT EXISTS usages(path TEXT PRIMARY KEY, stamp BLOB, usage BLOB);
 CREATE TABLE IF NOT EXISTS uuid_files(id INTEGER PRIMARY KEY, path TEXT UNIQUE);
-CREATE TABLE IF NOT EXISTS uuids(file INTEGER, line INTEGER, uuid TEXT, PRIMARY KEY(file, line, uuid)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS uuid_packs(file INTEGER PRIMARY KEY, keys BLOB, lines BLOB);
+CREATE TABLE IF NOT EXISTS odd_uuids(
+    file INTEGER, line INTEGER, uuid TEXT, PRIMARY KEY(file, line, uuid)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS odd_uuids_by_uuid ON odd_uuids(uuid);
 """
-_UUID_INDEX = "CREATE INDEX IF NOT EXISTS uuids_by_uuid ON uuids(uuid)"
-_SCHEMA += _UUID_INDEX + ";\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,39 +333,33 @@ class IndexDB:
 
     # ---- uuids -------------------------------------------------------------------------------
     @_locked
-    def put_uuids(self, path: str, uuids: Iterable[tuple[str, int]]) -> None:
-        """A file's uuids in place of those stored for it. The rows are clustered by file (a number, not the
-        path), so a file's rows are written and deleted together and only the uuid index takes random inserts."""
+    def put_uuids(self, path: str, uuids: Iterable[tuple[str, int]] | UuidPack) -> None:
+        """A file's uuids (and the line each resolves to) in place of those stored for it: one packed row."""
+        packed = uuids if isinstance(uuids, UuidPack) else pack(uuids)
         self._write("INSERT OR IGNORE INTO uuid_files(path) VALUES (?)", [(path,)])
         if self.busy:
             return
         (file,) = self.conn.execute("SELECT id FROM uuid_files WHERE path = ?", (path,)).fetchone()
-        self._write("DELETE FROM uuids WHERE file = ?", [(file,)])
-        self._write("INSERT INTO uuids VALUES (?,?,?)", ((file, line, u) for u, line in uuids))
+        self._write("INSERT OR REPLACE INTO uuid_packs VALUES (?,?,?)", [(file, packed.keys, packed.lines)])
+        self._write("DELETE FROM odd_uuids WHERE file = ?", [(file,)])
+        if packed.odd:
+            self._write("INSERT OR IGNORE INTO odd_uuids VALUES (?,?,?)", ((file, line, u) for u, line in packed.odd))
 
     @contextlib.contextmanager
     def uuid_load(self) -> Iterator[None]:
-        """A batch of `put_uuids` calls held as one transaction (under `lock` throughout). Into an empty uuid
-        table the index by uuid is dropped first and built once at the end, a single sort instead of a random
-        insert per row (about half the time on a cold cache); until `commit()` nothing of it is visible to
-        another connection, and a rollback (a crash, a busy database) keeps the index."""
+        """A batch of `put_uuids` calls held as one transaction (under `lock` throughout): until `commit()` nothing
+        of it is visible to another connection, and a rollback (a crash, a busy database) stores none of it."""
         with self.lock:
-            empty = not self.busy and self.conn.execute("SELECT 1 FROM uuids LIMIT 1").fetchone() is None
-            if empty:
-                if not self.conn.in_transaction:
-                    self.conn.execute("BEGIN")
-                self._write("DROP INDEX IF EXISTS uuids_by_uuid")
-            try:
-                yield
-            finally:
-                if empty:
-                    self._write(_UUID_INDEX)
+            if not self.busy and not self.conn.in_transaction:
+                self.conn.execute("BEGIN")
+            yield
 
     @_locked
     def stored_uuid_paths(self, prefix: str) -> list[str]:
-        """Files under `prefix` that have rows in the uuid table."""
+        """Files under `prefix` whose uuids are stored."""
         rows = self.conn.execute(
-            "SELECT path FROM uuid_files WHERE substr(path, 1, ?) = ? AND EXISTS (SELECT 1 FROM uuids WHERE file = id)",
+            "SELECT path FROM uuid_files WHERE substr(path, 1, ?) = ?"
+            " AND EXISTS (SELECT 1 FROM uuid_packs WHERE file = id)",
             (len(prefix), prefix),
         )
         return [path for (path,) in rows]
@@ -372,17 +369,55 @@ class IndexDB:
         self._drop_uuids([(p,) for p in paths])
 
     def _drop_uuids(self, paths: list[tuple[str]]) -> None:
-        self._write("DELETE FROM uuids WHERE file = (SELECT id FROM uuid_files WHERE path = ?)", paths)
+        self._write("DELETE FROM uuid_packs WHERE file = (SELECT id FROM uuid_files WHERE path = ?)", paths)
+        self._write("DELETE FROM odd_uuids WHERE file = (SELECT id FROM uuid_files WHERE path = ?)", paths)
         self._write("DELETE FROM uuid_files WHERE path = ?", paths)
 
-    @_locked
     def homes(self, uuid: str) -> list[tuple[str, int]]:
-        """(file, 0-based line) of every stored row with this uuid."""
-        return self.conn.execute(
-            "SELECT f.path, u.line FROM uuids u JOIN uuid_files f ON f.id = u.file WHERE u.uuid = ?"
-            " ORDER BY f.path, u.line",
-            (uuid,),
-        ).fetchall()
+        """(file, 0-based line) of every stored row with this uuid, by file and line."""
+        return self.homes_many([uuid]).get(uuid, [])
+
+    @_locked
+    def homes_many(self, uuids: Iterable[str]) -> dict[str, list[tuple[str, int]]]:
+        """uuid -> (file, 0-based line) of every stored row with it, by file and line, for each of `uuids` found:
+        one scan of the packs for all of them."""
+        wanted = set(uuids)
+        canonical = Wanted.of(wanted)
+        found: dict[str, list[tuple[str, int]]] = {}
+        hits: dict[int, list[tuple[str, int]]] = {}
+        if canonical.keys:
+            for file, keys in self.conn.execute("SELECT file, keys FROM uuid_packs"):
+                at = list(find(keys, canonical))
+                if at:
+                    hits[file] = at
+        paths = self._uuid_paths(hits)
+        for file, at in hits.items():
+            (blob,) = self.conn.execute("SELECT lines FROM uuid_packs WHERE file = ?", (file,)).fetchone()
+            lines = unpack_lines(blob)
+            for uuid, i in at:
+                found.setdefault(uuid, []).append((paths[file], lines[i]))
+        odd = list(wanted.difference(canonical.keys.values()))
+        for start in range(0, len(odd), 500):
+            part = odd[start : start + 500]
+            rows = self.conn.execute(
+                "SELECT o.uuid, f.path, o.line FROM odd_uuids o JOIN uuid_files f ON f.id = o.file"
+                f" WHERE o.uuid IN ({','.join('?' * len(part))})",
+                part,
+            )
+            for uuid, path, line in rows:
+                found.setdefault(uuid, []).append((path, line))
+        for homes in found.values():
+            homes.sort()
+        return found
+
+    def _uuid_paths(self, files: Iterable[int]) -> dict[int, str]:
+        ids = list(files)
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            rows = self.conn.execute(f"SELECT id, path FROM uuid_files WHERE id IN ({','.join('?' * len(part))})", part)
+            out.update(rows)
+        return out
 
     # ---- rowsets: an index's per-file state (link rows, line offsets, where reading stopped) -------
     @_locked
