@@ -6,9 +6,10 @@ file's table is a single row: `keys`, the 16 bytes of each uuid written in the c
 (36 characters, lowercase hex, dashes at 8, 13, 18 and 23), and `lines`, a little-endian unsigned 32-bit line for
 each, in the same order. Any other uuid string (a damaged or crafted file's) is kept apart, as text (`odd`).
 
-A lookup scans the packs: the first 8 bytes of every key are compared with the wanted ones in C (a set's
-`isdisjoint` over a memoryview), and only a file with a hit is looked at key by key, each whole 16 bytes compared,
-so keys that share a prefix with a wanted uuid never give a wrong answer.
+A lookup scans the packs: a few uuids are searched for as bytes, a match counted only where a key starts; for many,
+the first 8 bytes of every key are compared with the wanted ones in C (a set's `isdisjoint` over a memoryview),
+and only a file with a hit is looked at key by key, each whole 16 bytes compared. Either way keys that share a
+prefix with a wanted uuid, or bytes across two keys, never give a wrong answer.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 KEY_BYTES = 16
+FEW = 4
+"""Up to this many wanted uuids, each is searched for in a pack as bytes (`bytes.find`, its hits at a key's start
+kept); past it, the first 8 bytes of every key are compared with a set of them."""
 _DASHES = (8, 13, 18, 23)
 _CANONICAL_LEN = 36
 
@@ -120,6 +124,14 @@ def find(keys: bytes, wanted: Wanted) -> Iterator[tuple[str, int]]:
     8 bytes with a wanted one is not found."""
     if len(keys) % KEY_BYTES:
         raise ValueError(f"a uuid pack of {len(keys)} bytes")
+    if len(wanted.keys) <= FEW:
+        for key, uuid in wanted.keys.items():
+            at = keys.find(key)
+            while at >= 0:
+                if at % KEY_BYTES == 0:
+                    yield uuid, at // KEY_BYTES
+                at = keys.find(key, at + 1)
+        return
     firsts = memoryview(keys).cast("Q")[::2]
     if wanted.prefixes.isdisjoint(firsts):
         return

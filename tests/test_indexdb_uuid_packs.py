@@ -24,6 +24,8 @@ SAME_FIRST_HALF = "aaaaaaaa-bbbb-4ccc-8ddd-000000000002"
 SECOND_HALF_IS_FIRST = "8ddd0000-0000-0001-aaaa-aaaabbbb4ccc"
 """Its bytes 6-13 are TARGET's first 8: packed beside another key they straddle a boundary."""
 NOWHERE = "aaaaaaaa-bbbb-4ccc-8ddd-000000000003"
+STRADDLE = ("11111111-1111-4111-aaaa-aaaabbbb4ccc", "8ddd0000-0000-0003-2222-222222222222")
+"""Packed one after the other, NOWHERE's 16 bytes are found across them (8 bytes into the first)."""
 HOUR_AGO = time.time() - 3600
 
 
@@ -63,10 +65,17 @@ def test_uuids_sharing_a_prefix_or_not_canonical_are_told_apart(db: IndexDB) -> 
     db.put_uuids("/p/a.jsonl", [(SAME_FIRST_HALF, 0), ("00000000-0000-4000-8000-000000000000", 1)])
     db.put_uuids("/p/b.jsonl", [(SECOND_HALF_IS_FIRST, 0), (TARGET, 7), ("aaaaaaaa-bbbb", 8)])
     db.put_uuids("/p/c.jsonl", [(TARGET.upper(), 2), ("", 3), (" " + TARGET, 4), (TARGET.replace("-", ""), 5)])
-    db.put_uuids("/p/d.jsonl", [(TARGET, 9)])
+    db.put_uuids("/p/d.jsonl", [(TARGET, 9), (STRADDLE[0], 10), (STRADDLE[1], 11)])
     assert db.commit()
     assert db.homes(TARGET) == [("/p/b.jsonl", 7), ("/p/d.jsonl", 9)]
     assert db.homes(NOWHERE) == []
+    many = [TARGET, NOWHERE, *STRADDLE, *(f"{n:08x}-0000-4000-8000-000000000000" for n in range(8))]
+    assert db.homes_many(many) == {  # past FEW uuids the scan compares first halves, then whole keys
+        TARGET: [("/p/b.jsonl", 7), ("/p/d.jsonl", 9)],
+        STRADDLE[0]: [("/p/d.jsonl", 10)],
+        STRADDLE[1]: [("/p/d.jsonl", 11)],
+        "00000000-0000-4000-8000-000000000000": [("/p/a.jsonl", 1)],
+    }
     assert db.homes(SAME_FIRST_HALF) == [("/p/a.jsonl", 0)]
     assert db.homes(TARGET.upper()) == [("/p/c.jsonl", 2)]
     assert db.homes_many(["", "aaaaaaaa-bbbb", TARGET.replace("-", ""), " " + TARGET]) == {
@@ -128,7 +137,7 @@ def row(session: str, uuid: str, parent: str | None, n: int) -> bytes:
 
 def colliding_folder(root: Path) -> Path:
     """Two sessions of one project: the second's rows point at a row of the first (its third line), at a uuid that
-    shares its first 8 bytes with that row's (in no file), and at the uppercase form of a uuid of the first."""
+    shares its first 8 bytes with that row's (in no file, but its bytes are across two keys of the first), and at the uppercase form of a uuid of the first."""
     folder = root / "projects" / "-tmp-p"
     folder.mkdir(parents=True)
     one, two = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
@@ -136,11 +145,13 @@ def colliding_folder(root: Path) -> Path:
         row(one, "aaaaaaaa-bbbb-4ccc-8ddd-00000000000a", None, 1),
         row(one, SECOND_HALF_IS_FIRST, "aaaaaaaa-bbbb-4ccc-8ddd-00000000000a", 2),
         row(one, TARGET, SECOND_HALF_IS_FIRST, 3),
+        row(one, STRADDLE[0], TARGET, 4),
+        row(one, STRADDLE[1], STRADDLE[0], 5),
     ]
     second = [
-        row(two, "cccccccc-0000-4000-8000-000000000001", TARGET, 4),
-        row(two, "cccccccc-0000-4000-8000-000000000002", NOWHERE, 5),
-        row(two, "cccccccc-0000-4000-8000-000000000003", "AAAAAAAA-BBBB-4CCC-8DDD-00000000000A", 6),
+        row(two, "cccccccc-0000-4000-8000-000000000001", TARGET, 6),
+        row(two, "cccccccc-0000-4000-8000-000000000002", NOWHERE, 7),
+        row(two, "cccccccc-0000-4000-8000-000000000003", "AAAAAAAA-BBBB-4CCC-8DDD-00000000000A", 8),
     ]
     (folder / f"{one}.jsonl").write_bytes(b"".join(first))
     (folder / f"{two}.jsonl").write_bytes(b"".join(second))
@@ -188,4 +199,4 @@ def test_a_damaged_pack_is_rebuilt_from_the_files(tmp_path: Path, cache: Path) -
         assert conn.execute("UPDATE uuid_packs SET keys = x'0102030405'").rowcount == 2
     assert check_folder_indexed(projects, workers=1) == expected
     with sqlite3.connect(cache / DB_NAME) as conn:
-        assert conn.execute("SELECT sum(length(keys)) FROM uuid_packs").fetchone() == (6 * 16,)
+        assert conn.execute("SELECT sum(length(keys)) FROM uuid_packs").fetchone() == (8 * 16,)
