@@ -6,7 +6,8 @@ server's index) its link rows, line offsets and read state; per session the chec
 and unresolved links, as JSON) with the identities it was computed from, and the usage total
 `list` shows with the stamps of the files it was summed from (`storage.usagetotals`); and each file's uuid ->
 line table, which settles links across files: one packed row per file (`storage.uuidpack`), found by a scan of
-the packs, the few uuids not in the CLI's canonical form in a table of their own. Message bodies are never stored.
+the packs (read once and kept by the connection until the uuids change), the few uuids not in the CLI's canonical
+form in a table of their own. Message bodies are never stored.
 
 A file whose identity is unchanged is taken from the database; one that grew on the same inode with the
 same head is read from the stored offset; anything else (shrunk, replaced, rewritten in place) is read in
@@ -33,7 +34,7 @@ import orjson
 from storage import sqliteopen
 from storage.cache import cache_dir, private_dir, private_file
 from storage.folderstamp import settled
-from storage.uuidpack import UuidPack, Wanted, find, pack, unpack_lines
+from storage.uuidpack import Packs, UuidPack, Wanted, pack
 
 SCHEMA_VERSION = 7
 DB_NAME = "index.sqlite3"
@@ -169,6 +170,8 @@ class IndexDB:
         self.lock = threading.RLock()
         self.busy = False
         """Another process held the database past the timeout: this batch of writes is dropped."""
+        self._packs_read: tuple[int, Packs] | None = None
+        """(`data_version` when read, every uuid pack) once a lookup read them (`_packs`)."""
 
     def _write(self, sql: str, rows: Iterable[Any] | None = None) -> None:
         """One statement of a write batch (for each of `rows`, or once without parameters); a database another
@@ -336,6 +339,7 @@ class IndexDB:
     def put_uuids(self, path: str, uuids: Iterable[tuple[str, int]] | UuidPack) -> None:
         """A file's uuids (and the line each resolves to) in place of those stored for it: one packed row."""
         packed = uuids if isinstance(uuids, UuidPack) else pack(uuids)
+        self._packs_read = None
         self._write("INSERT OR IGNORE INTO uuid_files(path) VALUES (?)", [(path,)])
         if self.busy:
             return
@@ -369,6 +373,7 @@ class IndexDB:
         self._drop_uuids([(p,) for p in paths])
 
     def _drop_uuids(self, paths: list[tuple[str]]) -> None:
+        self._packs_read = None
         self._write("DELETE FROM uuid_packs WHERE file = (SELECT id FROM uuid_files WHERE path = ?)", paths)
         self._write("DELETE FROM odd_uuids WHERE file = (SELECT id FROM uuid_files WHERE path = ?)", paths)
         self._write("DELETE FROM uuid_files WHERE path = ?", paths)
@@ -384,18 +389,11 @@ class IndexDB:
         wanted = set(uuids)
         canonical = Wanted.of(wanted)
         found: dict[str, list[tuple[str, int]]] = {}
-        hits: dict[int, list[tuple[str, int]]] = {}
         if canonical.keys:
-            for file, keys in self.conn.execute("SELECT file, keys FROM uuid_packs"):
-                at = list(find(keys, canonical))
-                if at:
-                    hits[file] = at
-        paths = self._uuid_paths(hits)
-        for file, at in hits.items():
-            (blob,) = self.conn.execute("SELECT lines FROM uuid_packs WHERE file = ?", (file,)).fetchone()
-            lines = unpack_lines(blob)
-            for uuid, i in at:
-                found.setdefault(uuid, []).append((paths[file], lines[i]))
+            hits = list(self._packs().find(canonical))
+            paths = self._uuid_paths({file for _, file, _ in hits})
+            for uuid, file, line in hits:
+                found.setdefault(uuid, []).append((paths[file], line))
         odd = list(wanted.difference(canonical.keys.values()))
         for start in range(0, len(odd), 500):
             part = odd[start : start + 500]
@@ -409,6 +407,15 @@ class IndexDB:
         for homes in found.values():
             homes.sort()
         return found
+
+    def _packs(self) -> Packs:
+        """Every stored pack, read once and kept until this connection writes uuids or another one commits (SQLite's
+        `data_version`): a lookup then scans memory, 20 bytes a uuid, instead of reading every file's row again."""
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        if self._packs_read is None or self._packs_read[0] != version:
+            rows = self.conn.execute("SELECT file, keys, lines FROM uuid_packs")
+            self._packs_read = (version, Packs.of(rows))
+        return self._packs_read[1]
 
     def _uuid_paths(self, files: Iterable[int]) -> dict[int, str]:
         ids = list(files)
@@ -458,6 +465,7 @@ class IndexDB:
     def rollback(self) -> None:
         """Drop the batch written since the last commit."""
         self.busy = False
+        self._packs_read = None
         with contextlib.suppress(sqlite3.Error):
             self.conn.rollback()
 

@@ -102,6 +102,20 @@ def test_a_load_is_one_transaction_and_a_failed_one_stores_nothing(db: IndexDB, 
     assert db.homes(TARGET) == [] and db.homes(ROWS["/p/0.jsonl"][5][0]) == [("/p/0.jsonl", 5)]
 
 
+def test_packs_kept_for_lookups_are_read_again_once_another_connection_commits(db: IndexDB, tmp_path: Path) -> None:
+    db.put_uuids("/p/a.jsonl", [(TARGET, 1)])
+    assert db.commit()
+    assert db.homes(TARGET) == [("/p/a.jsonl", 1)] and db.homes(NOWHERE) == []  # the packs are kept from here
+    other = IndexDB.open(tmp_path)  # another process's connection
+    assert other is not None
+    other.put_uuids("/p/b.jsonl", [(NOWHERE, 2)])
+    other.drop_uuids(["/p/a.jsonl"])
+    assert db.homes(NOWHERE) == []  # not committed yet
+    assert other.commit()
+    assert db.homes_many([TARGET, NOWHERE]) == {NOWHERE: [("/p/b.jsonl", 2)]}
+    other.close()
+
+
 def test_a_database_of_the_row_per_uuid_schema_is_rebuilt(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / DB_NAME) as conn:
         conn.executescript(
