@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from itertools import compress, count
 
 KEY_BYTES = 16
-FEW = 4
+FEW = 24
 """Up to this many wanted uuids, each is searched for in a pack as bytes (`bytes.find`, its hits at a key's start
-kept); past it, the first 8 bytes of every key are compared with a set of them."""
+kept); past it, the first 8 bytes of every key are compared with a set of them (in the 311 MB folder's 87k
+uuids one `find` took 0.45 ms, the set's pass 11-15 ms)."""
 _DASHES = (8, 13, 18, 23)
 _CANONICAL_LEN = 36
 

@@ -16,6 +16,7 @@ from server.cli import main
 from server.index import ProjectIndex
 from server.index.persisted import check_folder_indexed
 from storage.indexdb import DB_NAME, SCHEMA_VERSION, IndexDB
+from storage.uuidpack import FEW
 
 ROWS = {f"/p/{n}.jsonl": [(f"{n:08x}-0000-4000-8000-{i:012x}", i) for i in range(50)] for n in range(20)}
 TARGET = "aaaaaaaa-bbbb-4ccc-8ddd-000000000001"
@@ -69,7 +70,7 @@ def test_uuids_sharing_a_prefix_or_not_canonical_are_told_apart(db: IndexDB) -> 
     assert db.commit()
     assert db.homes(TARGET) == [("/p/b.jsonl", 7), ("/p/d.jsonl", 9)]
     assert db.homes(NOWHERE) == []
-    many = [TARGET, NOWHERE, *STRADDLE, *(f"{n:08x}-0000-4000-8000-000000000000" for n in range(8))]
+    many = [TARGET, NOWHERE, *STRADDLE, *(f"{n:08x}-0000-4000-8000-000000000000" for n in range(FEW))]
     assert db.homes_many(many) == {  # past FEW uuids the scan compares first halves, then whole keys
         TARGET: [("/p/b.jsonl", 7), ("/p/d.jsonl", 9)],
         STRADDLE[0]: [("/p/d.jsonl", 10)],
