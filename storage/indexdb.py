@@ -339,15 +339,19 @@ class IndexDB:
     def put_uuids(self, path: str, uuids: Iterable[tuple[str, int]] | UuidPack) -> None:
         """A file's uuids (and the line each resolves to) in place of those stored for it: one packed row."""
         packed = uuids if isinstance(uuids, UuidPack) else pack(uuids)
-        self._packs_read = None
         self._write("INSERT OR IGNORE INTO uuid_files(path) VALUES (?)", [(path,)])
         if self.busy:
+            self._packs_read = None
             return
         (file,) = self.conn.execute("SELECT id FROM uuid_files WHERE path = ?", (path,)).fetchone()
         self._write("INSERT OR REPLACE INTO uuid_packs VALUES (?,?,?)", [(file, packed.keys, packed.lines)])
         self._write("DELETE FROM odd_uuids WHERE file = ?", [(file,)])
         if packed.odd:
             self._write("INSERT OR IGNORE INTO odd_uuids VALUES (?,?,?)", ((file, line, u) for u, line in packed.odd))
+        if self.busy:  # the batch was dropped
+            self._packs_read = None
+        elif self._packs_read is not None:  # kept packs follow this connection's own writes
+            self._packs_read[1].put(file, packed.keys, packed.lines)
 
     @contextlib.contextmanager
     def uuid_load(self) -> Iterator[None]:
@@ -409,12 +413,14 @@ class IndexDB:
         return found
 
     def _packs(self) -> Packs:
-        """Every stored pack, read once and kept until this connection writes uuids or another one commits (SQLite's
-        `data_version`): a lookup then scans memory, 20 bytes a uuid, instead of reading every file's row again."""
+        """Every stored pack, read once and kept (with this connection's own writes of packs) until it drops uuids or
+        rolls back, or another connection commits (SQLite's `data_version`): a lookup then scans memory, 20 bytes a
+        uuid, instead of reading every file's row again."""
         version = self.conn.execute("PRAGMA data_version").fetchone()[0]
         if self._packs_read is None or self._packs_read[0] != version:
+            self._packs_read = None
             rows = self.conn.execute("SELECT file, keys, lines FROM uuid_packs")
-            self._packs_read = (version, Packs.of(rows))
+            self._packs_read = (version, Packs(rows))
         return self._packs_read[1]
 
     def _uuid_paths(self, files: Iterable[int]) -> dict[int, str]:
@@ -488,6 +494,7 @@ class IndexDB:
         except sqlite3.OperationalError as exc:
             if not _is_busy(exc):
                 raise
+            self._packs_read = None
             with contextlib.suppress(sqlite3.Error):
                 self.conn.rollback()
             return False

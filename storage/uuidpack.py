@@ -9,15 +9,14 @@ each, in the same order. Any other uuid string (a damaged or crafted file's) is 
 A lookup scans the packs: a few uuids are searched for as bytes, a match counted only where a key starts; for many,
 the first 8 bytes of every key are compared with the wanted ones in C (a set's `isdisjoint` over a memoryview),
 and only a file with a hit is looked at key by key, each whole 16 bytes compared. Either way keys that share a
-prefix with a wanted uuid, or bytes across two keys, never give a wrong answer. `Packs` is every file's pack one
-after another, which a database connection keeps between lookups.
+prefix with a wanted uuid, or bytes across two keys, never give a wrong answer. `Packs` is every file's pack, which a
+database connection keeps between lookups.
 """
 
 from __future__ import annotations
 
 import sys
 from array import array
-from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import compress, count
@@ -145,36 +144,28 @@ def find(keys: bytes, wanted: Wanted) -> Iterator[tuple[str, int]]:
             yield hit, i
 
 
-@dataclass(frozen=True, slots=True)
 class Packs:
-    """Every file's pack one after another, as a lookup scans them: the keys, their lines, and where each file's
-    keys start (by key, ascending) with the file's id."""
+    """Every file's pack by file id, as a lookup scans them (kept between lookups, and changed file by file)."""
 
-    keys: bytes
-    lines: array[int]
-    starts: array[int]
-    files: tuple[int, ...]
-
-    @classmethod
-    def of(cls, rows: Iterable[tuple[int, bytes, bytes]]) -> Packs:
+    def __init__(self, rows: Iterable[tuple[int, bytes, bytes]]) -> None:
         """From (file id, keys, lines) of each file; a pack whose keys and lines disagree is damage (ValueError)."""
-        keys, lines, starts, files = bytearray(), bytearray(), array("q"), []
-        for file, k, ls in rows:
-            if len(k) % KEY_BYTES or len(k) // KEY_BYTES != len(ls) // 4 or len(ls) % 4:
-                raise ValueError(f"the uuid pack of file {file}: {len(k)} bytes of keys, {len(ls)} of lines")
-            starts.append(len(keys) // KEY_BYTES)
-            files.append(file)
-            keys += k
-            lines += ls
-        return cls(bytes(keys), unpack_lines(bytes(lines)), starts, tuple(files))
+        self.files: dict[int, tuple[bytes, array[int]]] = {}
+        for file, keys, lines in rows:
+            self.put(file, keys, lines)
+
+    def put(self, file: int, keys: bytes, lines: bytes) -> None:
+        if len(keys) % KEY_BYTES or len(lines) % 4 or len(keys) // KEY_BYTES != len(lines) // 4:
+            raise ValueError(f"the uuid pack of file {file}: {len(keys)} bytes of keys, {len(lines)} of lines")
+        self.files[file] = (keys, unpack_lines(lines))
 
     def __len__(self) -> int:
-        return len(self.lines)
+        return sum(len(lines) for _, lines in self.files.values())
 
     def find(self, wanted: Wanted) -> Iterator[tuple[str, int, int]]:
         """(uuid, file id, line) of every stored key among `wanted`."""
-        for uuid, i in find(self.keys, wanted):
-            yield uuid, self.files[bisect_right(self.starts, i) - 1], self.lines[i]
+        for file, (keys, lines) in self.files.items():
+            for uuid, i in find(keys, wanted):
+                yield uuid, file, lines[i]
 
 
 def _dashed(hexed: str, at: int) -> str:

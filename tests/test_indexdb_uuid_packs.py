@@ -101,6 +101,10 @@ def test_a_load_is_one_transaction_and_a_failed_one_stores_nothing(db: IndexDB, 
         raise RuntimeError("a worker failed")
     db.rollback()
     assert db.homes(TARGET) == [] and db.homes(ROWS["/p/0.jsonl"][5][0]) == [("/p/0.jsonl", 5)]
+    db.put_uuids("/p/1.jsonl", [(TARGET, 2)])  # into the packs kept since the lookups above
+    assert db.homes(TARGET) == [("/p/1.jsonl", 2)] and db.homes(ROWS["/p/1.jsonl"][0][0]) == []
+    db.rollback()
+    assert db.homes(TARGET) == [] and db.homes(ROWS["/p/1.jsonl"][0][0]) == [("/p/1.jsonl", 0)]
 
 
 def test_packs_kept_for_lookups_are_read_again_once_another_connection_commits(db: IndexDB, tmp_path: Path) -> None:
