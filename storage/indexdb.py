@@ -4,8 +4,10 @@ Per transcript file it keeps the file's identity (device, inode, size, mtime, a 
 the byte offset it was read up to, its message count and listing summary, and (for the language
 server's index) its link rows, line offsets and read state; per session the checks' result (diagnostics
 and unresolved links, as JSON) with the identities it was computed from, and the usage total
-`list` shows with the stamps of the files it was summed from (`storage.usagetotals`); and the uuid ->
-(file, line) table that settles links across files. Message bodies are never stored.
+`list` shows with the stamps of the files it was summed from (`storage.usagetotals`); and each file's uuid ->
+line table, which settles links across files: one packed row per file (`storage.uuidpack`), found by a scan of
+the packs (read once and kept by the connection until the uuids change), the few uuids not in the CLI's canonical
+form in a table of their own. Message bodies are never stored.
 
 A file whose identity is unchanged is taken from the database; one that grew on the same inode with the
 same head is read from the stored offset; anything else (shrunk, replaced, rewritten in place) is read in
@@ -32,8 +34,9 @@ import orjson
 from storage import sqliteopen
 from storage.cache import cache_dir, private_dir, private_file
 from storage.folderstamp import settled
+from storage.uuidpack import Packs, UuidPack, Wanted, pack
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000
@@ -55,10 +58,11 @@ CREATE TABLE IF NOT EXISTS rowsets(
     head_len INTEGER, head BLOB, state BLOB, rows BLOB);
 CREATE TABLE IF NOT EXISTS usages(path TEXT PRIMARY KEY, stamp BLOB, usage BLOB);
 CREATE TABLE IF NOT EXISTS uuid_files(id INTEGER PRIMARY KEY, path TEXT UNIQUE);
-CREATE TABLE IF NOT EXISTS uuids(file INTEGER, line INTEGER, uuid TEXT, PRIMARY KEY(file, line, uuid)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS uuid_packs(file INTEGER PRIMARY KEY, keys BLOB, lines BLOB);
+CREATE TABLE IF NOT EXISTS odd_uuids(
+    file INTEGER, line INTEGER, uuid TEXT, PRIMARY KEY(file, line, uuid)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS odd_uuids_by_uuid ON odd_uuids(uuid);
 """
-_UUID_INDEX = "CREATE INDEX IF NOT EXISTS uuids_by_uuid ON uuids(uuid)"
-_SCHEMA += _UUID_INDEX + ";\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +170,8 @@ class IndexDB:
         self.lock = threading.RLock()
         self.busy = False
         """Another process held the database past the timeout: this batch of writes is dropped."""
+        self._packs_read: tuple[int, Packs] | None = None
+        """(`data_version` when read, every uuid pack) once a lookup read them (`_packs`)."""
 
     def _write(self, sql: str, rows: Iterable[Any] | None = None) -> None:
         """One statement of a write batch (for each of `rows`, or once without parameters); a database another
@@ -330,39 +336,38 @@ class IndexDB:
 
     # ---- uuids -------------------------------------------------------------------------------
     @_locked
-    def put_uuids(self, path: str, uuids: Iterable[tuple[str, int]]) -> None:
-        """A file's uuids in place of those stored for it. The rows are clustered by file (a number, not the
-        path), so a file's rows are written and deleted together and only the uuid index takes random inserts."""
+    def put_uuids(self, path: str, uuids: Iterable[tuple[str, int]] | UuidPack) -> None:
+        """A file's uuids (and the line each resolves to) in place of those stored for it: one packed row."""
+        packed = uuids if isinstance(uuids, UuidPack) else pack(uuids)
         self._write("INSERT OR IGNORE INTO uuid_files(path) VALUES (?)", [(path,)])
         if self.busy:
+            self._packs_read = None
             return
         (file,) = self.conn.execute("SELECT id FROM uuid_files WHERE path = ?", (path,)).fetchone()
-        self._write("DELETE FROM uuids WHERE file = ?", [(file,)])
-        self._write("INSERT INTO uuids VALUES (?,?,?)", ((file, line, u) for u, line in uuids))
+        self._write("INSERT OR REPLACE INTO uuid_packs VALUES (?,?,?)", [(file, packed.keys, packed.lines)])
+        self._write("DELETE FROM odd_uuids WHERE file = ?", [(file,)])
+        if packed.odd:
+            self._write("INSERT OR IGNORE INTO odd_uuids VALUES (?,?,?)", ((file, line, u) for u, line in packed.odd))
+        if self.busy:  # the batch was dropped
+            self._packs_read = None
+        elif self._packs_read is not None:  # kept packs follow this connection's own writes
+            self._packs_read[1].put(file, packed.keys, packed.lines)
 
     @contextlib.contextmanager
     def uuid_load(self) -> Iterator[None]:
-        """A batch of `put_uuids` calls held as one transaction (under `lock` throughout). Into an empty uuid
-        table the index by uuid is dropped first and built once at the end, a single sort instead of a random
-        insert per row (about half the time on a cold cache); until `commit()` nothing of it is visible to
-        another connection, and a rollback (a crash, a busy database) keeps the index."""
+        """A batch of `put_uuids` calls held as one transaction (under `lock` throughout): until `commit()` nothing
+        of it is visible to another connection, and a rollback (a crash, a busy database) stores none of it."""
         with self.lock:
-            empty = not self.busy and self.conn.execute("SELECT 1 FROM uuids LIMIT 1").fetchone() is None
-            if empty:
-                if not self.conn.in_transaction:
-                    self.conn.execute("BEGIN")
-                self._write("DROP INDEX IF EXISTS uuids_by_uuid")
-            try:
-                yield
-            finally:
-                if empty:
-                    self._write(_UUID_INDEX)
+            if not self.busy and not self.conn.in_transaction:
+                self.conn.execute("BEGIN")
+            yield
 
     @_locked
     def stored_uuid_paths(self, prefix: str) -> list[str]:
-        """Files under `prefix` that have rows in the uuid table."""
+        """Files under `prefix` whose uuids are stored."""
         rows = self.conn.execute(
-            "SELECT path FROM uuid_files WHERE substr(path, 1, ?) = ? AND EXISTS (SELECT 1 FROM uuids WHERE file = id)",
+            "SELECT path FROM uuid_files WHERE substr(path, 1, ?) = ?"
+            " AND EXISTS (SELECT 1 FROM uuid_packs WHERE file = id)",
             (len(prefix), prefix),
         )
         return [path for (path,) in rows]
@@ -372,17 +377,60 @@ class IndexDB:
         self._drop_uuids([(p,) for p in paths])
 
     def _drop_uuids(self, paths: list[tuple[str]]) -> None:
-        self._write("DELETE FROM uuids WHERE file = (SELECT id FROM uuid_files WHERE path = ?)", paths)
+        self._packs_read = None
+        self._write("DELETE FROM uuid_packs WHERE file = (SELECT id FROM uuid_files WHERE path = ?)", paths)
+        self._write("DELETE FROM odd_uuids WHERE file = (SELECT id FROM uuid_files WHERE path = ?)", paths)
         self._write("DELETE FROM uuid_files WHERE path = ?", paths)
 
-    @_locked
     def homes(self, uuid: str) -> list[tuple[str, int]]:
-        """(file, 0-based line) of every stored row with this uuid."""
-        return self.conn.execute(
-            "SELECT f.path, u.line FROM uuids u JOIN uuid_files f ON f.id = u.file WHERE u.uuid = ?"
-            " ORDER BY f.path, u.line",
-            (uuid,),
-        ).fetchall()
+        """(file, 0-based line) of every stored row with this uuid, by file and line."""
+        return self.homes_many([uuid]).get(uuid, [])
+
+    @_locked
+    def homes_many(self, uuids: Iterable[str]) -> dict[str, list[tuple[str, int]]]:
+        """uuid -> (file, 0-based line) of every stored row with it, by file and line, for each of `uuids` found:
+        one scan of the packs for all of them."""
+        wanted = set(uuids)
+        canonical = Wanted.of(wanted)
+        found: dict[str, list[tuple[str, int]]] = {}
+        if canonical.keys:
+            hits = list(self._packs().find(canonical))
+            paths = self._uuid_paths({file for _, file, _ in hits})
+            for uuid, file, line in hits:
+                found.setdefault(uuid, []).append((paths[file], line))
+        odd = list(wanted.difference(canonical.keys.values()))
+        for start in range(0, len(odd), 500):
+            part = odd[start : start + 500]
+            rows = self.conn.execute(
+                "SELECT o.uuid, f.path, o.line FROM odd_uuids o JOIN uuid_files f ON f.id = o.file"
+                f" WHERE o.uuid IN ({','.join('?' * len(part))})",
+                part,
+            )
+            for uuid, path, line in rows:
+                found.setdefault(uuid, []).append((path, line))
+        for homes in found.values():
+            homes.sort()
+        return found
+
+    def _packs(self) -> Packs:
+        """Every stored pack, read once and kept (with this connection's own writes of packs) until it drops uuids or
+        rolls back, or another connection commits (SQLite's `data_version`): a lookup then scans memory, 20 bytes a
+        uuid, instead of reading every file's row again."""
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        if self._packs_read is None or self._packs_read[0] != version:
+            self._packs_read = None
+            rows = self.conn.execute("SELECT file, keys, lines FROM uuid_packs")
+            self._packs_read = (version, Packs(rows))
+        return self._packs_read[1]
+
+    def _uuid_paths(self, files: Iterable[int]) -> dict[int, str]:
+        ids = list(files)
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            rows = self.conn.execute(f"SELECT id, path FROM uuid_files WHERE id IN ({','.join('?' * len(part))})", part)
+            out.update(rows)
+        return out
 
     # ---- rowsets: an index's per-file state (link rows, line offsets, where reading stopped) -------
     @_locked
@@ -423,6 +471,7 @@ class IndexDB:
     def rollback(self) -> None:
         """Drop the batch written since the last commit."""
         self.busy = False
+        self._packs_read = None
         with contextlib.suppress(sqlite3.Error):
             self.conn.rollback()
 
@@ -445,6 +494,7 @@ class IndexDB:
         except sqlite3.OperationalError as exc:
             if not _is_busy(exc):
                 raise
+            self._packs_read = None
             with contextlib.suppress(sqlite3.Error):
                 self.conn.rollback()
             return False

@@ -73,7 +73,7 @@ def test_a_fork_only_the_index_can_link_is_pending_not_guessed(tmp_path: Path) -
     shutil.copytree(GENERATED, gen)
     index = ProjectIndex(gen)
     indexed = False
-    requests = SessionRequests(gen, find_uuid=index.find_uuid, indexed=lambda: indexed)
+    requests = SessionRequests(gen, find_uuids=index.homes_many, indexed=lambda: indexed)
     early = requests.list({"partial": True})
     index.scan()
     indexed = True

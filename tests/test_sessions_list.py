@@ -155,7 +155,7 @@ def test_fork_session_copies_are_linked_to_their_source(corpus_projects: Path, t
     _sh.copytree(Path(__file__).parent / "corpus" / "generated" / "projects", gen)
     idx = ProjectIndex(gen)
     idx.scan()
-    listed = SessionRequests(gen, find_uuid=idx.find_uuid).list({})["sessions"]
+    listed = SessionRequests(gen, find_uuids=idx.homes_many).list({})["sessions"]
     forks = {s["sessionId"]: s["forkedFrom"] for s in listed if s["forkedFrom"]}
     assert list(forks.values()) == [{"sessionId": "11111111-1111-4111-8111-111111111111", "messageUuid": None}]
 

@@ -4,7 +4,7 @@ the server's first index is incomplete and the client lists again on `sessions/d
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,8 @@ from storage.errors import OutsideProjects
 from storage.paths import candidate_project_dirs, real_root, resolve_cwd
 from storage.sessions import SessionInfo
 
-FindUuid = Callable[[str], list[tuple[Path, Any]]]
+FindUuids = Callable[[Collection[str]], Mapping[str, list[tuple[Path, Any]]]]
+"""uuids -> (file, where in it) of every row with each uuid found, all looked up at once."""
 
 
 def check_projects_dir(root: Path, params: dict[str, Any]) -> None:
@@ -28,7 +29,9 @@ def wants_partial(params: dict[str, Any]) -> bool:
     return bool_param(params, "partial")
 
 
-def folder_listing(root: Path, params: dict[str, Any], *, complete: bool, find_uuid: FindUuid | None) -> dict[str, Any]:
+def folder_listing(
+    root: Path, params: dict[str, Any], *, complete: bool, find_uuids: FindUuids | None
+) -> dict[str, Any]:
     """The sessions of the folder (of `cwd`'s project folders if given), newest first: `{"sessions": [...]}`, and
     `partial` when the client takes partial answers. Partial items only while the index is not `complete`."""
     cwd = str_param(params, "cwd", required=False)
@@ -46,8 +49,8 @@ def folder_listing(root: Path, params: dict[str, Any], *, complete: bool, find_u
         from storage.usagetotals import sessions_usage_indexed
 
         sessions = list_sessions_indexed(root, dirs)
-        if find_uuid is not None:
-            link_forks_by_rows(sessions, find_uuid)
+        if find_uuids is not None:
+            link_forks_by_rows(sessions, find_uuids)
         usage = sessions_usage_indexed(sessions)
         out = [{**s.to_json(), "usage": u} for s, u in zip(sessions, usage, strict=True)]
     answer: dict[str, Any] = {"sessions": out}
@@ -56,14 +59,14 @@ def folder_listing(root: Path, params: dict[str, Any], *, complete: bool, find_u
     return answer
 
 
-def link_forks_by_rows(sessions: list[SessionInfo], find_uuid: FindUuid) -> None:
+def link_forks_by_rows(sessions: list[SessionInfo], find_uuids: FindUuids) -> None:
     """With the index at hand, a `--fork-session` copy made after a compaction (which starts at the boundary, not at
-    its source's first row) is found by where its first row lives."""
+    its source's first row) is found by where its first row lives (every session's first row looked up at once)."""
     by_path = {s.path: s for s in sessions}
-    for s in sessions:
-        if s.forked_from is not None or not s.first_uuid:
-            continue
-        sources = [by_path[p] for p, _row in find_uuid(s.first_uuid) if p != s.path and p in by_path]
+    unlinked = [s for s in sessions if s.forked_from is None and s.first_uuid]
+    found = find_uuids({s.first_uuid for s in unlinked if s.first_uuid}) if unlinked else {}
+    for s in unlinked:
+        sources = [by_path[p] for p, _row in found.get(s.first_uuid or "", ()) if p != s.path and p in by_path]
         sources = [o for o in sources if (o.started, o.created or "") < (s.started, s.created or "")]
         if sources:
             source = min(sources, key=lambda o: (o.started, o.created or ""))

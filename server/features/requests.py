@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from server.features.listing import check_projects_dir, folder_listing
+from server.features.listing import FindUuids, check_projects_dir, folder_listing
 from server.features.tree import TreeView
 from server.index.storefeed import StoreFeed
 from server.params import bool_param, str_param
@@ -40,7 +40,7 @@ class SessionRequests:
         self,
         projects_dir: Path,
         transcript_of: Callable[[Path], Transcript] | None = None,
-        find_uuid: Callable[[str], list[tuple[Path, Any]]] | None = None,
+        find_uuids: FindUuids | None = None,
         *,
         stores: Sequence[StoreFeed] = (),
         indexed: Callable[[], bool] | None = None,
@@ -49,7 +49,7 @@ class SessionRequests:
         self._indexed = indexed
         """Whether the server's first index is complete; None: no index to wait for (answers are always whole)."""
         self._transcript_of = transcript_of or Transcript.load
-        self._find_uuid = find_uuid
+        self._find_uuids = find_uuids
         self.stores = list(stores)
         """Session stores mirrored read-only: their mirrors are further roots to read from, never to write."""
 
@@ -139,7 +139,7 @@ class SessionRequests:
         `stat` come partial (`storage.headlist`), and the answer's `partial` says whether any did."""
         self.same_projects_dir(params)
         complete = self._indexed is None or self._indexed()
-        answer = folder_listing(self.projects_dir, params, complete=complete, find_uuid=self._find_uuid)
+        answer = folder_listing(self.projects_dir, params, complete=complete, find_uuids=self._find_uuids)
         if self.stores:
             cwd = str_param(params, "cwd", required=False)
             for feed in self.stores:

@@ -37,6 +37,7 @@ from storage.indexedlist import summarise
 from storage.sessions import SessionInfo, attach_legacy_agents
 from storage.usagecache import UsageCache
 from storage.usagetotals import Stamp, usage_total
+from storage.uuidpack import UuidPack, pack
 
 log = logging.getLogger(__name__)
 LISTING_NICE = 10
@@ -51,7 +52,7 @@ class Filled:
     paths: list[Path]
     reports: list[tuple[str, list[Any]]] = field(default_factory=list)
     """(session key, [diagnostics, pending links] as JSON lists) of each session."""
-    uuids: list[tuple[str, list[tuple[str, int]]]] = field(default_factory=list)
+    uuids: list[tuple[str, UuidPack]] = field(default_factory=list)
     rowsets: list[tuple[str, Identity, bytes, bytes]] = field(default_factory=list)
     """The states of the files settled and read whole (the others are read again by whoever needs them)."""
     records: list[FileRecord] = field(default_factory=list)
@@ -63,8 +64,8 @@ class Filled:
 @dataclass
 class FillResult:
     reports: dict[str, list[Any]] = field(default_factory=dict)
-    uuids: list[tuple[str, list[tuple[str, int]]]] = field(default_factory=list)
-    """(file, its (uuid, line) pairs) of every file read."""
+    uuids: list[tuple[str, UuidPack]] = field(default_factory=list)
+    """(file, its (uuid, line) pairs, packed) of every file read."""
     saved: bool = False
     """The database took the batch (else another process held it: nothing of it was stored)."""
 
@@ -77,7 +78,7 @@ def _work(root: Path, paths: list[Path], rows: bool = True) -> Filled:
     for key in list(idx._members):
         out.reports.append((key_text(key), report_to_json(idx._report(key))))
     for state in idx.files.values():
-        out.uuids.append((str(state.path), row_uuids(state)))
+        out.uuids.append((str(state.path), pack(row_uuids(state))))  # packed here, not in the storing process
         item = storable(state) if rows else None
         if item is not None:
             out.rowsets.append(item)

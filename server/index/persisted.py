@@ -4,7 +4,7 @@ A session's checks depend on its own files (the main transcript and its subagent
 agent files beside it; their identities (device, inode, size, mtime) and those names are stored with the
 session's result. An unchanged session gives its stored diagnostics and unresolved links; the others are
 checked (on several processes when there are many) and stored. Links across files are then settled
-against the stored uuid table, restricted to the files present now.
+against the stored uuid tables (one scan for all of them), restricted to the files present now.
 """
 
 from __future__ import annotations
@@ -112,8 +112,10 @@ def _check(
             for uid, line in ids:
                 fresh_homes.setdefault(uid, []).append((path, line))
 
+    stored_homes = db.homes_many({p.target for p in pending})  # one scan of the stored uuids for every link
+
     def lookup(uuid: str) -> list[tuple[Path, int]]:
-        found = [(p, n) for p, n in db.homes(uuid) if p in present and p not in unread]
+        found = [(p, n) for p, n in stored_homes.get(uuid, ()) if p in present and p not in unread]
         found += fresh_homes.get(uuid, [])
         return [(Path(p), n) for p, n in sorted(found, key=lambda h: (order[h[0]], h[1]))]
 

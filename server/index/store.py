@@ -8,7 +8,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -477,36 +477,49 @@ class ProjectIndex:
 
     def homes(self, uuid: str) -> list[tuple[Path, int]]:
         """(file, 0-based line) of every row `find_uuid` finds, without loading any file's rows: those whose
-        rows are in the database are looked up in its uuid table (stored with them)."""
+        rows are in the database are looked up in its uuid tables (stored with them)."""
+        return self.homes_many([uuid]).get(uuid, [])
+
+    def homes_many(self, uuids: Collection[str]) -> dict[str, list[tuple[Path, int]]]:
+        """`homes` of each of `uuids` found, in one scan of the stored uuid tables and one pass over the files."""
         with self.lock:
-            stored = self._stored_lines(uuid)
-            out = []
+            stored = self._stored_lines(uuids)
+            wanted = set(uuids)
+            out: dict[str, list[tuple[Path, int]]] = {}
             for path, state in self.files.items():
                 if isinstance(state, StoredFileState) and not state.loaded:
-                    if path in stored:
-                        out.append((path, stored[path]))
+                    for uuid, line in stored.get(path, ()):
+                        out.setdefault(uuid, []).append((path, line))
                     continue
-                row = state.transcript.nodes.get(uuid)
-                if row is not None:
-                    out.append((path, row.line))
+                nodes = state.transcript.nodes
+                for uuid in wanted if len(wanted) <= len(nodes) else wanted.intersection(nodes):
+                    row = nodes.get(uuid)
+                    if row is not None:
+                        out.setdefault(uuid, []).append((path, row.line))
             return out
 
     def _stored_homes(self, uuid: str) -> set[Path]:
         """Files whose rows are in the database and hold `uuid` (looked up there, not loaded)."""
-        return set(self._stored_lines(uuid))
+        return set(self._stored_lines([uuid]))
 
-    def _stored_lines(self, uuid: str) -> dict[Path, int]:
-        """File -> line of the stored rows with `uuid` (empty when no file's rows are left in the database)."""
-        if not any(isinstance(s, StoredFileState) and not s.loaded for s in self.files.values()):
+    def _stored_lines(self, uuids: Collection[str]) -> dict[Path, list[tuple[str, int]]]:
+        """File -> (uuid, line) of its stored rows with one of `uuids` (empty when no file's rows are left in the
+        database)."""
+        if not uuids or not any(isinstance(s, StoredFileState) and not s.loaded for s in self.files.values()):
             return {}
         db = self._database()
         if db is None:
             return {}
         try:
-            return {Path(p): line for p, line in db.homes(uuid)}
+            found = db.homes_many(uuids)
         except DAMAGE:
             self._rebuild_db()
             return {}
+        out: dict[Path, list[tuple[str, int]]] = {}
+        for uuid, homes in found.items():
+            for p, line in homes:
+                out.setdefault(Path(p), []).append((uuid, line))
+        return out
 
     def children_of(self, uuid: str) -> list[tuple[Path, Row]]:
         """Rows whose parentUuid, logicalParentUuid, leafUuid or forkedFrom is `uuid`, across files."""
@@ -564,8 +577,11 @@ class ProjectIndex:
             out: list[Diagnostic] = []
             self._commit_every = COMMIT_EVERY
             try:
-                for key in list(self._members):
-                    for diags in self._session_diagnostics(key).values():
+                keys = list(self._members)
+                todo = [k for k in keys if k not in self._resolved]
+                found = self.lookup_many({p.target for k in todo for p in self._report(k).pending})
+                for key in keys:
+                    for diags in self._session_diagnostics(key, found).values():
                         out.extend(diags)
             finally:
                 self._commit_every = None
@@ -591,9 +607,15 @@ class ProjectIndex:
 
     # ---- internals -------------------------------------------------------------------------
     def lookup(self, uuid: str) -> list[tuple[Path, int]]:
-        found = self.homes(uuid)
-        if not found and self.fallback_lookup is not None:
-            found = self.fallback_lookup(uuid)
+        return self.lookup_many([uuid]).get(uuid, [])
+
+    def lookup_many(self, uuids: Collection[str]) -> dict[str, list[tuple[Path, int]]]:
+        """`homes_many`, with `fallback_lookup` asked for each uuid no indexed file holds."""
+        found = self.homes_many(uuids)
+        if self.fallback_lookup is not None:
+            for uuid in uuids:
+                if uuid not in found:
+                    found[uuid] = self.fallback_lookup(uuid)
         return found
 
     def _all_reports(self) -> list[SessionReport]:
@@ -697,11 +719,18 @@ class ProjectIndex:
             pass
         return AgentFiles(key[0], ids)
 
-    def _session_diagnostics(self, key: SessionKey) -> dict[Path, list[Diagnostic]]:
+    def _session_diagnostics(
+        self, key: SessionKey, found: dict[str, list[tuple[Path, int]]] | None = None
+    ) -> dict[Path, list[Diagnostic]]:
+        """The session's diagnostics by file; its links settled with `found` (`lookup_many` of every target, taken
+        before) or in one lookup of its own."""
         resolved = self._resolved.get(key)
         if resolved is None:
             report = self._report(key)
-            diags = report.diagnostics + resolve(report.pending, self.lookup, self.file_for_session)
+            if found is None:
+                found = self.lookup_many({p.target for p in report.pending})
+            homes = found
+            diags = report.diagnostics + resolve(report.pending, lambda u: homes.get(u, []), self.file_for_session)
             resolved = {p: [] for p in self._members.get(key, ())}
             for d in diags:
                 resolved.setdefault(d.path, []).append(d)

@@ -250,7 +250,7 @@ def _partial_list(root: Path, params: Any) -> bytes | None:
         if not isinstance(params, dict) or not wants_partial(params):
             return None
         check_projects_dir(root, params)
-        answer = folder_listing(root, params, complete=False, find_uuid=None)
+        answer = folder_listing(root, params, complete=False, find_uuids=None)
     except SessionLspError:
         return None
     return json.dumps(answer).encode()

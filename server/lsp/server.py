@@ -305,7 +305,7 @@ class SessionServer(LanguageServer):
         self.requests = SessionRequests(
             self.projects_dir,
             self.transcript_of,
-            self.index.homes,
+            self.index.homes_many,
             stores=self.stores.feeds,
             indexed=self.ready.is_set,
         )

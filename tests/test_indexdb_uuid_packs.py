@@ -1,0 +1,221 @@
+"""The uuid tables of the index database: one packed row per file, found by a scan that is exact (uuids sharing a
+prefix with a wanted one, or not in the canonical form, never give a wrong answer), stored in one transaction,
+and rebuilt from the files when damaged or left by an older schema."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from server.cli import main
+from server.index import ProjectIndex
+from server.index.persisted import check_folder_indexed
+from storage.indexdb import DB_NAME, SCHEMA_VERSION, IndexDB
+from storage.uuidpack import FEW
+
+ROWS = {f"/p/{n}.jsonl": [(f"{n:08x}-0000-4000-8000-{i:012x}", i) for i in range(50)] for n in range(20)}
+TARGET = "aaaaaaaa-bbbb-4ccc-8ddd-000000000001"
+SAME_FIRST_HALF = "aaaaaaaa-bbbb-4ccc-8ddd-000000000002"
+"""Its first 8 bytes are TARGET's: the scan's first comparison matches, the whole key does not."""
+SECOND_HALF_IS_FIRST = "8ddd0000-0000-0001-aaaa-aaaabbbb4ccc"
+"""Its bytes 6-13 are TARGET's first 8: packed beside another key they straddle a boundary."""
+NOWHERE = "aaaaaaaa-bbbb-4ccc-8ddd-000000000003"
+STRADDLE = ("11111111-1111-4111-aaaa-aaaabbbb4ccc", "8ddd0000-0000-0003-2222-222222222222")
+"""Packed one after the other, NOWHERE's 16 bytes are found across them (8 bytes into the first)."""
+HOUR_AGO = time.time() - 3600
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> IndexDB:
+    opened = IndexDB.open(tmp_path)
+    assert opened is not None
+    return opened
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("SESSION_LSP_NO_CACHE", raising=False)
+    return tmp_path / "cache" / "session-lsp"
+
+
+def test_a_file_is_one_packed_row_and_every_uuid_is_found_at_its_line(db: IndexDB) -> None:
+    with db.uuid_load():
+        for path, ids in ROWS.items():
+            db.put_uuids(path, ids)
+    assert db.commit()
+    assert db.conn.execute("SELECT count(*), sum(length(keys)), sum(length(lines)) FROM uuid_packs").fetchone() == (
+        20,
+        1000 * 16,
+        1000 * 4,
+    )
+    every = [u for ids in ROWS.values() for u, _ in ids]
+    expected = {u: [(path, line)] for path, ids in ROWS.items() for u, line in ids}
+    assert db.homes_many(every) == expected
+    assert db.homes(every[371]) == [("/p/7.jsonl", 21)]
+    db.put_uuids("/p/0.jsonl", [(every[1], 3)])  # replaced, not added to
+    assert db.homes(every[0]) == [] and db.homes(every[1]) == [("/p/0.jsonl", 3)]
+
+
+def test_uuids_sharing_a_prefix_or_not_canonical_are_told_apart(db: IndexDB) -> None:
+    db.put_uuids("/p/a.jsonl", [(SAME_FIRST_HALF, 0), ("00000000-0000-4000-8000-000000000000", 1)])
+    db.put_uuids("/p/b.jsonl", [(SECOND_HALF_IS_FIRST, 0), (TARGET, 7), ("aaaaaaaa-bbbb", 8)])
+    db.put_uuids("/p/c.jsonl", [(TARGET.upper(), 2), ("", 3), (" " + TARGET, 4), (TARGET.replace("-", ""), 5)])
+    db.put_uuids("/p/d.jsonl", [(TARGET, 9), (STRADDLE[0], 10), (STRADDLE[1], 11)])
+    assert db.commit()
+    assert db.homes(TARGET) == [("/p/b.jsonl", 7), ("/p/d.jsonl", 9)]
+    assert db.homes(NOWHERE) == []
+    many = [TARGET, NOWHERE, *STRADDLE, *(f"{n:08x}-0000-4000-8000-000000000000" for n in range(FEW))]
+    assert db.homes_many(many) == {  # past FEW uuids the scan compares first halves, then whole keys
+        TARGET: [("/p/b.jsonl", 7), ("/p/d.jsonl", 9)],
+        STRADDLE[0]: [("/p/d.jsonl", 10)],
+        STRADDLE[1]: [("/p/d.jsonl", 11)],
+        "00000000-0000-4000-8000-000000000000": [("/p/a.jsonl", 1)],
+    }
+    assert db.homes(SAME_FIRST_HALF) == [("/p/a.jsonl", 0)]
+    assert db.homes(TARGET.upper()) == [("/p/c.jsonl", 2)]
+    assert db.homes_many(["", "aaaaaaaa-bbbb", TARGET.replace("-", ""), " " + TARGET]) == {
+        "": [("/p/c.jsonl", 3)],
+        "aaaaaaaa-bbbb": [("/p/b.jsonl", 8)],
+        TARGET.replace("-", ""): [("/p/c.jsonl", 5)],
+        " " + TARGET: [("/p/c.jsonl", 4)],
+    }
+    assert db.conn.execute("SELECT count(*) FROM odd_uuids").fetchone() == (5,)  # only the non-canonical ones
+
+
+def test_a_load_is_one_transaction_and_a_failed_one_stores_nothing(db: IndexDB, tmp_path: Path) -> None:
+    other = sqlite3.connect(tmp_path / DB_NAME)
+    with db.uuid_load():
+        for path, ids in ROWS.items():
+            db.put_uuids(path, ids)
+        assert other.execute("SELECT count(*) FROM uuid_packs").fetchone() == (0,)
+    assert db.commit()
+    assert other.execute("SELECT count(*) FROM uuid_packs").fetchone() == (20,)
+    with pytest.raises(RuntimeError), db.uuid_load():
+        db.put_uuids("/p/0.jsonl", [(TARGET, 1)])
+        raise RuntimeError("a worker failed")
+    db.rollback()
+    assert db.homes(TARGET) == [] and db.homes(ROWS["/p/0.jsonl"][5][0]) == [("/p/0.jsonl", 5)]
+    db.put_uuids("/p/1.jsonl", [(TARGET, 2)])  # into the packs kept since the lookups above
+    assert db.homes(TARGET) == [("/p/1.jsonl", 2)] and db.homes(ROWS["/p/1.jsonl"][0][0]) == []
+    db.rollback()
+    assert db.homes(TARGET) == [] and db.homes(ROWS["/p/1.jsonl"][0][0]) == [("/p/1.jsonl", 0)]
+
+
+def test_packs_kept_for_lookups_are_read_again_once_another_connection_commits(db: IndexDB, tmp_path: Path) -> None:
+    db.put_uuids("/p/a.jsonl", [(TARGET, 1)])
+    assert db.commit()
+    assert db.homes(TARGET) == [("/p/a.jsonl", 1)] and db.homes(NOWHERE) == []  # the packs are kept from here
+    other = IndexDB.open(tmp_path)  # another process's connection
+    assert other is not None
+    other.put_uuids("/p/b.jsonl", [(NOWHERE, 2)])
+    other.drop_uuids(["/p/a.jsonl"])
+    assert db.homes(NOWHERE) == []  # not committed yet
+    assert other.commit()
+    assert db.homes_many([TARGET, NOWHERE]) == {NOWHERE: [("/p/b.jsonl", 2)]}
+    other.close()
+
+
+def test_a_database_of_the_row_per_uuid_schema_is_rebuilt(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / DB_NAME) as conn:
+        conn.executescript(
+            "CREATE TABLE uuid_files(id INTEGER PRIMARY KEY, path TEXT UNIQUE);"
+            "CREATE TABLE uuids(file INTEGER, line INTEGER, uuid TEXT, PRIMARY KEY(file, line, uuid)) WITHOUT ROWID;"
+            f"INSERT INTO uuid_files VALUES (1, '/p/old.jsonl'); INSERT INTO uuids VALUES (1, 4, '{TARGET}');"
+            "PRAGMA user_version = 6;"
+        )
+    db = IndexDB.open(tmp_path)
+    assert db is not None and SCHEMA_VERSION > 6
+    tables = {n for (n,) in db.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "uuids" not in tables and {"uuid_packs", "odd_uuids"} <= tables
+    assert db.homes(TARGET) == []
+
+
+def row(session: str, uuid: str, parent: str | None, n: int) -> bytes:
+    return (
+        orjson.dumps(
+            {
+                "parentUuid": parent,
+                "isSidechain": False,
+                "type": "user",
+                "message": {"role": "user", "content": f"prompt {n}"},
+                "uuid": uuid,
+                "timestamp": f"2026-01-01T00:00:0{n}.000Z",
+                "cwd": "/tmp/p",
+                "sessionId": session,
+            }
+        )
+        + b"\n"
+    )
+
+
+def colliding_folder(root: Path) -> Path:
+    """Two sessions of one project: the second's rows point at a row of the first (its third line), at a uuid that
+    shares its first 8 bytes with that row's (in no file, but its bytes are across two keys of the first), and at the uppercase form of a uuid of the first."""
+    folder = root / "projects" / "-tmp-p"
+    folder.mkdir(parents=True)
+    one, two = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+    first = [
+        row(one, "aaaaaaaa-bbbb-4ccc-8ddd-00000000000a", None, 1),
+        row(one, SECOND_HALF_IS_FIRST, "aaaaaaaa-bbbb-4ccc-8ddd-00000000000a", 2),
+        row(one, TARGET, SECOND_HALF_IS_FIRST, 3),
+        row(one, STRADDLE[0], TARGET, 4),
+        row(one, STRADDLE[1], STRADDLE[0], 5),
+    ]
+    second = [
+        row(two, "cccccccc-0000-4000-8000-000000000001", TARGET, 6),
+        row(two, "cccccccc-0000-4000-8000-000000000002", NOWHERE, 7),
+        row(two, "cccccccc-0000-4000-8000-000000000003", "AAAAAAAA-BBBB-4CCC-8DDD-00000000000A", 8),
+    ]
+    (folder / f"{one}.jsonl").write_bytes(b"".join(first))
+    (folder / f"{two}.jsonl").write_bytes(b"".join(second))
+    for p in folder.iterdir():
+        os.utime(p, (HOUR_AGO, HOUR_AGO))
+    return root / "projects"
+
+
+def link_codes(diags: list[dict]) -> list[tuple[str, int, str]]:
+    return sorted((Path(d["path"]).name[:2], d["line"], d["code"]) for d in diags if "parent" in d["code"])
+
+
+EXPECTED = [("22", 1, "cross-file-parent"), ("22", 2, "dangling-parent"), ("22", 3, "dangling-parent")]
+"""(file, 1-based line, code) of the links of the second session."""
+
+
+def test_links_settled_through_the_packs_are_exact_cold_and_warm(
+    tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    projects = colliding_folder(tmp_path)
+    runs = []
+    for _ in range(2):  # the first run fills the database, the second answers from it
+        main(["check", "--json", "-j", "1", "--projects-dir", str(projects)])
+        runs.append(orjson.loads(capsys.readouterr().out))
+    assert (cache / DB_NAME).exists()
+    assert [link_codes(r) for r in runs] == [EXPECTED, EXPECTED]
+    related = next(d for d in runs[1] if d["code"] == "cross-file-parent")["related"]
+    assert [(Path(r["path"]).name[:2], r["line"]) for r in related] == [("11", 3)]
+    first = ProjectIndex(projects)
+    first.scan()
+    first.close()
+    again = ProjectIndex(projects)  # restored from the database: the files' rows are not loaded
+    again.scan()
+    assert not any(s.loaded for s in again.files.values())
+    assert link_codes([d.to_json() for d in again.all_diagnostics()]) == EXPECTED
+    assert again.homes_many([TARGET, NOWHERE, SAME_FIRST_HALF]) == {TARGET: [(sorted(again.files)[0], 2)]}
+    again.close()
+
+
+def test_a_damaged_pack_is_rebuilt_from_the_files(tmp_path: Path, cache: Path) -> None:
+    projects = colliding_folder(tmp_path)
+    expected = check_folder_indexed(projects, workers=1)
+    assert link_codes([d.to_json() for d in expected[0]]) == EXPECTED
+    with sqlite3.connect(cache / DB_NAME) as conn:
+        assert conn.execute("UPDATE uuid_packs SET keys = x'0102030405'").rowcount == 2
+    assert check_folder_indexed(projects, workers=1) == expected
+    with sqlite3.connect(cache / DB_NAME) as conn:
+        assert conn.execute("SELECT sum(length(keys)) FROM uuid_packs").fetchone() == (8 * 16,)
