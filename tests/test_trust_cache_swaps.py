@@ -5,44 +5,15 @@ written outside."""
 
 from __future__ import annotations
 
-import hashlib
 import os
-import stat
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from swapopen import swap_at_open
+from treedigest import digest_tree
 
 from storage.cache import cache_dir, private_file, save_bytes
-
-_FOLDER_FLAGS = os.O_DIRECTORY | getattr(os, "O_PATH", 0)
-
-
-def digest(root: Path) -> dict[str, tuple[str, int]]:
-    return {
-        str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest(), stat.S_IMODE(p.stat().st_mode))
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
-
-
-def swap_at_file_open(monkeypatch: pytest.MonkeyPatch, below: Path, swap: Callable[[], None]) -> list[str]:
-    """Run `swap` once, just before the first `os.open` of a file (not a folder) below `below`, by path or by name
-    in a folder open by descriptor; returns what was being opened then."""
-    real_open = os.open
-    seen: list[str] = []
-
-    def opening(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
-        text = os.fspath(path)
-        full = os.path.abspath(os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text) if dir_fd else text)
-        if not seen and not flags & _FOLDER_FLAGS and full.startswith(f"{below}/"):
-            seen.append(full)
-            swap()
-        return real_open(path, flags, mode, dir_fd=dir_fd)
-
-    monkeypatch.setattr(os, "open", opening)
-    return seen
 
 
 @pytest.fixture
@@ -73,11 +44,11 @@ def test_a_cache_folder_swapped_for_a_link_out_before_a_save_takes_nothing_out(
         folder.rename(moved)
         folder.symlink_to(world["outside"], target_is_directory=True)
 
-    before = digest(world["outside"])
-    seen = swap_at_file_open(monkeypatch, folder, swap)
+    before = digest_tree(world["outside"], modes=True)
+    seen = swap_at_open(monkeypatch, folder, swap, files_only=True)
     saved = save_bytes(folder / "k.json", b'{"answer": 1}')
     assert seen
-    assert digest(world["outside"]) == before
+    assert digest_tree(world["outside"], modes=True) == before
     assert not (world["outside"] / "k.json").exists()
     assert not saved or (moved / "k.json").read_bytes() == b'{"answer": 1}'
     assert sorted(p.name for p in moved.iterdir()) == (["k.json"] if saved else [])  # no temporary file left
@@ -97,12 +68,12 @@ def test_a_cache_database_swapped_for_a_link_to_an_outside_file_is_refused_and_l
         db.unlink()
         db.symlink_to(world["outside"] / "marker.json")
 
-    before = digest(world["outside"])
-    seen = swap_at_file_open(monkeypatch, folder, swap)
+    before = digest_tree(world["outside"], modes=True)
+    seen = swap_at_open(monkeypatch, folder, swap, files_only=True)
     with pytest.raises(OSError, match="index.sqlite3"):
         private_file(db)
     assert seen
-    assert digest(world["outside"]) == before
+    assert digest_tree(world["outside"], modes=True) == before
 
 
 def test_a_cache_database_that_is_a_hard_link_of_an_outside_file_is_refused(world: dict[str, Path]) -> None:
@@ -111,10 +82,10 @@ def test_a_cache_database_that_is_a_hard_link_of_an_outside_file_is_refused(worl
     world["cache"].mkdir(parents=True)
     db = world["cache"] / "index.sqlite3"
     os.link(world["outside"] / "marker.json", db)
-    before = digest(world["outside"])
+    before = digest_tree(world["outside"], modes=True)
     with pytest.raises(OSError, match="one name"):
         private_file(db)
-    assert digest(world["outside"]) == before
+    assert digest_tree(world["outside"], modes=True) == before
 
 
 def test_the_store_mirrors_folder_swapped_for_a_link_out_makes_no_mirror_outside(
@@ -142,11 +113,11 @@ def test_the_store_mirrors_folder_swapped_for_a_link_out_makes_no_mirror_outside
         real_mkdir(path, mode, dir_fd=dir_fd)
 
     monkeypatch.setattr(os, "mkdir", mkdir)
-    before = digest(world["outside"])
+    before = digest_tree(world["outside"], modes=True)
     base = new_mirror_base()
     assert seen
     assert sorted(p.name for p in world["outside"].iterdir()) == ["marker.json"]
-    assert digest(world["outside"]) == before
+    assert digest_tree(world["outside"], modes=True) == before
     assert [p.name for p in moved.iterdir()] == [base.name]
 
 
@@ -175,9 +146,9 @@ def test_the_answers_folder_swapped_for_a_link_out_before_pruning_removes_nothin
         return real_scandir(path)
 
     monkeypatch.setattr(os, "scandir", scandir)
-    before = digest(world["outside"])
+    before = digest_tree(world["outside"], modes=True)
     answers._prune(folder)
     assert seen
-    assert digest(world["outside"]) == before
+    assert digest_tree(world["outside"], modes=True) == before
     assert len(before) == 21
     assert [p.name for p in moved.iterdir()] == ["mine.json"]

@@ -7,7 +7,6 @@ refused (InvalidParams with a `data.reason`, or exit status 2 with one line) and
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -23,6 +22,7 @@ from lsprotocol import types as lsp
 from lspserver import SERVER, open_session
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
+from treedigest import digest_tree
 
 from server.index import ProjectIndex
 from server.lsp.server import to_plain
@@ -32,15 +32,6 @@ SHOP = "-Users-me-shop"
 S1 = "11111111-1111-4111-8111-111111111111"
 OUT = "44444444-4444-4444-8444-444444444444"
 LINKED = "55555555-5555-4555-8555-555555555555"
-
-
-def digest_tree(root: Path) -> dict[str, str]:
-    """Every file under `root` with a hash of its bytes (to show nothing was written)."""
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ error (`Unsafe`; the mirror logs it and does not mirror the session)."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import stat
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from swapopen import swap_at_open
+from treedigest import digest_tree
 
 from storage.errors import Unsafe
 from storage.pgstore import StreamTail
@@ -32,33 +33,6 @@ def row(n: int) -> dict[str, Any]:
 
 def tail(start: int, *numbers: int, stream: int = 1) -> StreamTail:
     return StreamTail(SID, "", stream, MTIME + start, start, [row(n) for n in numbers])
-
-
-def digest(root: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
-
-
-def swap_at_open(monkeypatch: pytest.MonkeyPatch, at: Path, swap: Callable[[], None]) -> list[str]:
-    """Run `swap` once, just before the first `os.open` of `at` or of anything below it (a path, or a name in a
-    folder open by descriptor); returns what was being opened then."""
-    real_open = os.open
-    seen: list[str] = []
-
-    def opening(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
-        text = os.fspath(path)
-        full = os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text) if dir_fd is not None else text
-        full = os.path.abspath(full)
-        if not seen and (full == str(at) or full.startswith(f"{at}/")):
-            seen.append(full)
-            swap()
-        return real_open(path, flags, mode, dir_fd=dir_fd)
-
-    monkeypatch.setattr(os, "open", opening)
-    return seen
 
 
 @pytest.fixture
@@ -95,12 +69,12 @@ def test_a_mirror_folder_swapped_for_a_link_out_at_an_append_takes_nothing_out(
     mirror.apply(PROJECT, [SID], [tail(0, 1)])
     file = mirror.root / PROJECT / f"{SID}.jsonl"
     (world["outside"] / file.name).write_bytes(file.read_bytes())
-    before = digest(world["outside"])
+    before = digest_tree(world["outside"])
     seen = swap_at_open(monkeypatch, file.parent, folder_for_link(file.parent, world))
     with caplog.at_level(logging.WARNING, logger="storage.store_mirror"):
         mirror.apply(PROJECT, [SID], [tail(1, 2)])
     assert seen
-    assert digest(world["outside"]) == before
+    assert digest_tree(world["outside"]) == before
     assert (world["moved"] / file.name).read_bytes().count(b"\n") == 1
     assert "not mirrored" in caplog.text and "symbolic link" in caplog.text, caplog.text
 
@@ -114,12 +88,12 @@ def test_a_mirror_file_swapped_for_a_hard_link_of_an_outside_file_at_an_append_i
     file = mirror.root / PROJECT / f"{SID}.jsonl"
     marker = world["outside"] / "marker.jsonl"
     marker.write_bytes(file.read_bytes())
-    before = digest(world["outside"])
+    before = digest_tree(world["outside"])
     seen = swap_at_open(monkeypatch, file, file_for_hard_link(file, marker))
     with caplog.at_level(logging.WARNING, logger="storage.store_mirror"):
         mirror.apply(PROJECT, [SID], [tail(1, 2)])
     assert seen
-    assert digest(world["outside"]) == before
+    assert digest_tree(world["outside"]) == before
     assert "not mirrored" in caplog.text and "hard link" in caplog.text, caplog.text
 
 
@@ -136,12 +110,12 @@ def test_a_mirror_folder_swapped_for_a_link_out_at_a_whole_write_takes_nothing_o
     else:
         mirror.apply(PROJECT, [SID], [tail(0, 1)])
         (world["outside"] / f"{SID}.jsonl").write_bytes(b"outside\n")
-    before = digest(world["outside"])
+    before = digest_tree(world["outside"])
     seen = swap_at_open(monkeypatch, folder, folder_for_link(folder, world))
     with caplog.at_level(logging.WARNING, logger="storage.store_mirror"):
         mirror.apply(PROJECT, [SID], [tail(0, 1, 2, stream=7)])  # a new stream: written whole
     assert seen
-    assert digest(world["outside"]) == before
+    assert digest_tree(world["outside"]) == before
     assert "not mirrored" in caplog.text and "symbolic link" in caplog.text, caplog.text
 
 
@@ -163,12 +137,12 @@ def test_a_project_folder_swapped_for_a_link_out_is_never_read_when_comparing_a_
     write 'succeeded' with the session nowhere in the projects folder."""
     projects, file, data = store_session_world(world)
     (world["outside"] / file.name).write_bytes(data)
-    before = digest(world["outside"])
+    before = digest_tree(world["outside"])
     seen = swap_at_open(monkeypatch, file.parent, folder_for_link(file.parent, world))
     with pytest.raises(Unsafe, match="symbolic link"):
         write_files(projects, {file: data})
     assert seen
-    assert digest(world["outside"]) == before
+    assert digest_tree(world["outside"]) == before
 
 
 def test_a_store_session_file_swapped_for_a_hard_link_of_an_outside_file_is_never_read(
@@ -178,12 +152,12 @@ def test_a_store_session_file_swapped_for_a_hard_link_of_an_outside_file_is_neve
     projects, file, data = store_session_world(world)
     marker = world["outside"] / "backup.jsonl"
     marker.write_bytes(data)
-    before = digest(world["outside"])
+    before = digest_tree(world["outside"])
     seen = swap_at_open(monkeypatch, file, file_for_hard_link(file, marker))
     with pytest.raises(Unsafe, match="hard link"):
         write_files(projects, {file: data})
     assert seen
-    assert digest(world["outside"]) == before
+    assert digest_tree(world["outside"]) == before
 
 
 @pytest.mark.parametrize("kind", ["symlink", "hard link"])
@@ -201,10 +175,10 @@ def test_a_link_planted_as_the_temporary_file_is_never_written_through(world: di
         planted.symlink_to(marker)
     else:
         os.link(marker, planted)
-    before = digest(world["outside"])
+    before = digest_tree(world["outside"])
     with pytest.raises(Unsafe, match="temporary file"):
         write_files(projects, files)
-    assert digest(world["outside"]) == before
+    assert digest_tree(world["outside"]) == before
     assert not main.exists()
 
 

@@ -5,7 +5,6 @@ line and the scripted test model on loopback; each test checks that nothing outs
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -15,20 +14,12 @@ from pathlib import Path
 
 import pytest
 from conftest import CORPUS
+from treedigest import digest_tree
 
 SHOP = "-Users-me-shop"
 S1 = "11111111-1111-4111-8111-111111111111"
 LINKED = "88888888-8888-4888-8888-888888888888"
 REPO = Path(__file__).resolve().parent.parent
-
-
-def digest_tree(root: Path) -> dict[str, str]:
-    """Every file under `root` (symlinks not followed) with a hash of its bytes."""
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
