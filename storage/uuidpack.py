@@ -72,7 +72,8 @@ def pack(pairs: Iterable[tuple[str, int]]) -> UuidPack:
     uuids = [u for u, _ in pairs]
     joined = "".join(uuids)
     n = len(pairs)
-    if len(joined) == n * _CANONICAL_LEN and all(joined[i::_CANONICAL_LEN] == "-" * n for i in _DASHES):
+    lengths = set(map(len, uuids))  # each one's, not only the total: a 35- and a 37-character uuid join as two of 36
+    if lengths <= {_CANONICAL_LEN} and all(joined[i::_CANONICAL_LEN] == "-" * n for i in _DASHES):
         bare = joined.replace("-", "")
         try:
             keys = bytes.fromhex(bare)

@@ -219,3 +219,54 @@ def test_a_damaged_pack_is_rebuilt_from_the_files(tmp_path: Path, cache: Path) -
     assert check_folder_indexed(projects, workers=1) == expected
     with sqlite3.connect(cache / DB_NAME) as conn:
         assert conn.execute("SELECT sum(length(keys)) FROM uuid_packs").fetchone() == (8 * 16,)
+
+
+SHORT = TARGET[:-1]
+"""35 characters: TARGET without its last one."""
+LONG = TARGET[-1] + STRADDLE[0]
+"""37 characters: TARGET's last one, then a canonical uuid. Written one after the other, SHORT and LONG are 72
+characters with dashes where two canonical uuids have them: TARGET and STRADDLE[0]."""
+
+
+def test_uuids_of_35_and_37_characters_are_not_packed_as_the_two_they_spell_together(db: IndexDB) -> None:
+    db.put_uuids("/p/a.jsonl", [(SHORT, 0), (LONG, 1)])
+    assert db.commit()
+    assert db.homes_many([SHORT, LONG, TARGET, STRADDLE[0]]) == {
+        SHORT: [("/p/a.jsonl", 0)],
+        LONG: [("/p/a.jsonl", 1)],
+    }
+    assert db.conn.execute("SELECT sum(length(keys)) FROM uuid_packs").fetchone() == (0,)
+
+
+def test_links_to_uuids_of_35_and_37_characters_settle_as_a_reading_of_the_files_does(
+    tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "projects" / "-tmp-p"
+    folder.mkdir(parents=True)
+    one, two = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+    (folder / f"{one}.jsonl").write_bytes(row(one, SHORT, None, 1) + row(one, LONG, SHORT, 2))
+    (folder / f"{two}.jsonl").write_bytes(
+        row(two, "cccccccc-0000-4000-8000-000000000001", SHORT, 3)
+        + row(two, "cccccccc-0000-4000-8000-000000000002", TARGET, 4)
+    )
+    for p in folder.iterdir():
+        os.utime(p, (HOUR_AGO, HOUR_AGO))
+    projects = tmp_path / "projects"
+    runs = []
+    for _ in range(2):  # the first run fills the database, the second answers from it
+        main(["check", "--json", "-j", "1", "--projects-dir", str(projects)])
+        runs.append(orjson.loads(capsys.readouterr().out))
+    expected = [("22", 1, "cross-file-parent"), ("22", 2, "dangling-parent")]
+    assert [link_codes(r) for r in runs] == [expected, expected]
+    first = ProjectIndex(projects)
+    first.scan()
+    first.close()
+    again = ProjectIndex(projects)  # restored from the database: the files' rows are not loaded
+    again.scan()
+    assert not any(s.loaded for s in again.files.values())
+    assert link_codes([d.to_json() for d in again.all_diagnostics()]) == expected
+    assert again.homes_many([SHORT, LONG, TARGET, STRADDLE[0]]) == {
+        SHORT: [(folder / f"{one}.jsonl", 0)],
+        LONG: [(folder / f"{one}.jsonl", 1)],
+    }
+    again.close()
