@@ -389,8 +389,18 @@ class IndexDB:
     @_locked
     def homes_many(self, uuids: Iterable[str]) -> dict[str, list[tuple[str, int]]]:
         """uuid -> (file, 0-based line) of every stored row with it, by file and line, for each of `uuids` found:
-        one scan of the packs for all of them."""
-        wanted = set(uuids)
+        one scan of the packs for all of them, read with the files' paths in one snapshot of the database (another
+        process's commit in between would give a file id it dropped, or gave to another file since)."""
+        if self.conn.in_transaction:
+            return self._homes_many(set(uuids))
+        self.conn.execute("BEGIN")
+        try:
+            return self._homes_many(set(uuids))
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.rollback()  # a read: nothing to keep
+
+    def _homes_many(self, wanted: set[str]) -> dict[str, list[tuple[str, int]]]:
         canonical = Wanted.of(wanted)
         found: dict[str, list[tuple[str, int]]] = {}
         if canonical.keys:

@@ -15,6 +15,7 @@ import pytest
 from server.cli import main
 from server.index import ProjectIndex
 from server.index.persisted import check_folder_indexed
+from storage import uuidpack
 from storage.indexdb import DB_NAME, SCHEMA_VERSION, IndexDB
 from storage.uuidpack import FEW
 
@@ -270,3 +271,53 @@ def test_links_to_uuids_of_35_and_37_characters_settle_as_a_reading_of_the_files
         LONG: [(folder / f"{one}.jsonl", 1)],
     }
     again.close()
+
+
+def test_a_commit_between_the_scan_and_the_paths_gives_neither_another_files_path_nor_damage(
+    db: IndexDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db.put_uuids("/p/a.jsonl", [(TARGET, 1)])
+    db.put_uuids("/p/b.jsonl", [(NOWHERE, 2)])  # file id 2, the highest: SQLite gives it again once it is dropped
+    assert db.commit()
+    assert db.homes(TARGET) == [("/p/a.jsonl", 1)]  # the packs are kept from here
+    other = IndexDB.open(tmp_path)  # another process's connection
+    assert other is not None
+    scan = uuidpack.Packs.find
+    commits: list[str] = []
+
+    def scan_then_other_commits(packs: uuidpack.Packs, wanted: uuidpack.Wanted) -> list[tuple[str, int, int]]:
+        hits = list(scan(packs, wanted))
+        if not commits:  # the other process rewrites the folder's files once, right after this scan
+            other.drop_uuids(["/p/b.jsonl"])
+            other.put_uuids("/p/c.jsonl", [(STRADDLE[0], 5)])
+            assert other.commit()
+            commits.append("b dropped, c stored")
+        return hits
+
+    monkeypatch.setattr(uuidpack.Packs, "find", scan_then_other_commits)
+    assert db.homes(NOWHERE) == [("/p/b.jsonl", 2)]  # as the database was when the lookup began
+    assert other.conn.execute("SELECT id FROM uuid_files WHERE path = '/p/c.jsonl'").fetchone() == (2,)
+    assert db.homes_many([NOWHERE, STRADDLE[0]]) == {STRADDLE[0]: [("/p/c.jsonl", 5)]}  # and as it is now
+    other.close()
+
+
+def test_a_file_dropped_between_the_scan_and_the_paths_is_not_damage(
+    db: IndexDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db.put_uuids("/p/a.jsonl", [(TARGET, 1)])
+    assert db.commit()
+    other = IndexDB.open(tmp_path)
+    assert other is not None
+    scan = uuidpack.Packs.find
+
+    def scan_then_other_drops(packs: uuidpack.Packs, wanted: uuidpack.Wanted) -> list[tuple[str, int, int]]:
+        hits = list(scan(packs, wanted))
+        if other.conn.execute("SELECT count(*) FROM uuid_files").fetchone() == (1,):
+            other.drop_uuids(["/p/a.jsonl"])
+            assert other.commit()
+        return hits
+
+    monkeypatch.setattr(uuidpack.Packs, "find", scan_then_other_drops)
+    assert db.homes(TARGET) == [("/p/a.jsonl", 1)]  # before: KeyError, which the index takes for a damaged database
+    assert db.homes(TARGET) == []
+    other.close()
