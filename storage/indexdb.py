@@ -34,7 +34,7 @@ import orjson
 from storage import sqliteopen
 from storage.cache import cache_dir, private_dir, private_file
 from storage.folderstamp import settled
-from storage.uuidpack import Packs, UuidPack, Wanted, pack
+from storage.uuidpack import MAX_LINE, Packs, UuidPack, Wanted, pack
 
 SCHEMA_VERSION = 7
 DB_NAME = "index.sqlite3"
@@ -408,7 +408,7 @@ class IndexDB:
             paths = self._uuid_paths({file for _, file, _ in hits})
             for uuid, file, line in hits:
                 found.setdefault(uuid, []).append((paths[file], line))
-        odd = list(wanted.difference(canonical.keys.values()))
+        odd = list(wanted if self._long_lines() else wanted.difference(canonical.keys.values()))
         for start in range(0, len(odd), 500):
             part = odd[start : start + 500]
             rows = self.conn.execute(
@@ -421,6 +421,12 @@ class IndexDB:
         for homes in found.values():
             homes.sort()
         return found
+
+    def _long_lines(self) -> bool:
+        """Whether some canonical uuid is kept with the odd ones, its line past what a pack holds."""
+        return bool(
+            self.conn.execute("SELECT EXISTS (SELECT 1 FROM odd_uuids WHERE line > ?)", (MAX_LINE,)).fetchone()[0]
+        )
 
     def _packs(self) -> Packs:
         """Every stored pack, read once and kept (with this connection's own writes of packs) until it drops uuids or

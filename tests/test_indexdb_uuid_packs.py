@@ -321,3 +321,18 @@ def test_a_file_dropped_between_the_scan_and_the_paths_is_not_damage(
     assert db.homes(TARGET) == [("/p/a.jsonl", 1)]  # before: KeyError, which the index takes for a damaged database
     assert db.homes(TARGET) == []
     other.close()
+
+
+def test_a_line_past_32_bits_is_kept_whole_not_wrapped(db: IndexDB) -> None:
+    far = 2**32 + 5  # wrapped to 32 bits it would be line 5
+    db.put_uuids("/p/long.jsonl", [(STRADDLE[0], 4), (TARGET, far), (NOWHERE, 2**40)])
+    db.put_uuids("/p/short.jsonl", [(STRADDLE[1], 5)])
+    assert db.commit()
+    assert db.homes(TARGET) == [("/p/long.jsonl", far)]
+    assert db.homes_many([TARGET, NOWHERE, *STRADDLE, SAME_FIRST_HALF]) == {
+        TARGET: [("/p/long.jsonl", far)],
+        NOWHERE: [("/p/long.jsonl", 2**40)],
+        STRADDLE[0]: [("/p/long.jsonl", 4)],
+        STRADDLE[1]: [("/p/short.jsonl", 5)],
+    }
+    assert sorted(uuidpack.pack([(TARGET, far), (STRADDLE[0], 4)])) == [(STRADDLE[0], 4), (TARGET, far)]
