@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -336,3 +338,33 @@ def test_a_line_past_32_bits_is_kept_whole_not_wrapped(db: IndexDB) -> None:
         STRADDLE[1]: [("/p/short.jsonl", 5)],
     }
     assert sorted(uuidpack.pack([(TARGET, far), (STRADDLE[0], 4)])) == [(STRADDLE[0], 4), (TARGET, far)]
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from storage.indexdb import IndexDB
+U = [f"{n:08x}-0000-4000-8000-000000000000" for n in range(30)]
+db = IndexDB.open(Path(sys.argv[1]))
+for i in range(1, 4001):
+    db.drop_uuids([f"/p/{i % 3}.jsonl"])  # the file of the highest id, dropped: its id goes to the next file stored
+    db.put_uuids(f"/p/{(i + 1) % 3}.jsonl", [(U[(i + 1) % 3 * 10 + k], k) for k in range(10)])
+    assert db.commit()
+"""
+
+
+def test_lookups_while_another_process_drops_and_stores_files_give_only_true_homes(db: IndexDB, tmp_path: Path) -> None:
+    """File k always holds uuids 10k to 10k+9 at lines 0-9; another process drops and stores the files 4000 times
+    while this one looks all 30 uuids up: every home found is one a file really has."""
+    uuids = [f"{n:08x}-0000-4000-8000-000000000000" for n in range(30)]
+    db.put_uuids("/p/0.jsonl", [(uuids[k], k) for k in range(10)])
+    assert db.commit()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], cwd=Path(__file__).parent.parent)
+    lookups, wrong = 0, []
+    while writer.poll() is None:
+        lookups += 1
+        for uuid, homes in db.homes_many(uuids).items():
+            n = uuids.index(uuid)
+            wrong.extend(h for h in homes if h != (f"/p/{n // 10}.jsonl", n % 10))
+    assert writer.wait() == 0
+    assert lookups > 0 and wrong == []
