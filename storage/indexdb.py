@@ -34,7 +34,7 @@ import orjson
 from storage import sqliteopen
 from storage.cache import cache_dir, private_dir, private_file
 from storage.folderstamp import settled
-from storage.uuidpack import Packs, UuidPack, Wanted, pack
+from storage.uuidpack import MAX_LINE, Packs, UuidPack, Wanted, pack
 
 SCHEMA_VERSION = 7
 DB_NAME = "index.sqlite3"
@@ -389,8 +389,18 @@ class IndexDB:
     @_locked
     def homes_many(self, uuids: Iterable[str]) -> dict[str, list[tuple[str, int]]]:
         """uuid -> (file, 0-based line) of every stored row with it, by file and line, for each of `uuids` found:
-        one scan of the packs for all of them."""
-        wanted = set(uuids)
+        one scan of the packs for all of them, read with the files' paths in one snapshot of the database (another
+        process's commit in between would give a file id it dropped, or gave to another file since)."""
+        if self.conn.in_transaction:
+            return self._homes_many(set(uuids))
+        self.conn.execute("BEGIN")
+        try:
+            return self._homes_many(set(uuids))
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.rollback()  # a read: nothing to keep
+
+    def _homes_many(self, wanted: set[str]) -> dict[str, list[tuple[str, int]]]:
         canonical = Wanted.of(wanted)
         found: dict[str, list[tuple[str, int]]] = {}
         if canonical.keys:
@@ -398,7 +408,7 @@ class IndexDB:
             paths = self._uuid_paths({file for _, file, _ in hits})
             for uuid, file, line in hits:
                 found.setdefault(uuid, []).append((paths[file], line))
-        odd = list(wanted.difference(canonical.keys.values()))
+        odd = list(wanted if self._long_lines() else wanted.difference(canonical.keys.values()))
         for start in range(0, len(odd), 500):
             part = odd[start : start + 500]
             rows = self.conn.execute(
@@ -411,6 +421,12 @@ class IndexDB:
         for homes in found.values():
             homes.sort()
         return found
+
+    def _long_lines(self) -> bool:
+        """Whether some canonical uuid is kept with the odd ones, its line past what a pack holds."""
+        return bool(
+            self.conn.execute("SELECT EXISTS (SELECT 1 FROM odd_uuids WHERE line > ?)", (MAX_LINE,)).fetchone()[0]
+        )
 
     def _packs(self) -> Packs:
         """Every stored pack, read once and kept (with this connection's own writes of packs) until it drops uuids or

@@ -24,7 +24,7 @@ from typing import Any
 from storage.access import open_decided_folder, resolve_target
 from storage.errors import InUse, InvalidArgument, NotFound, OutsideProjects, Unsafe
 from storage.paths import UUID_RE, real_root, stays_inside
-from storage.wholefile import put_whole
+from storage.wholefile import put_whole, temp_name
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -93,8 +93,10 @@ def safe_subpath(subpath: str) -> bool:
 
 
 def _fits(relative: Path) -> bool:
-    """Every name on the path is short enough to be created (else the write fails half done)."""
-    return all(len(part.encode("utf-8", "surrogatepass")) <= NAME_MAX for part in relative.parts)
+    """Every name on the path, and the file's temporary name, is short enough to be created (else the write fails
+    half done)."""
+    parts = (*relative.parts, temp_name(relative.name))
+    return all(len(part.encode("utf-8", "surrogatepass")) <= NAME_MAX for part in parts)
 
 
 def session_files(session: StoreSession) -> dict[Path, bytes]:

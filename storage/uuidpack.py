@@ -4,7 +4,8 @@ The index database keeps, per file, every uuid with the line of the row it resol
 uuid with an index by uuid, the first index of a folder spent most of its storing time inserting rows; packed, a
 file's table is a single row: `keys`, the 16 bytes of each uuid written in the canonical form the CLI writes
 (36 characters, lowercase hex, dashes at 8, 13, 18 and 23), and `lines`, a little-endian unsigned 32-bit line for
-each, in the same order. Any other uuid string (a damaged or crafted file's) is kept apart, as text (`odd`).
+each, in the same order. Any other uuid string (a damaged or crafted file's), and a uuid whose line does not fit in
+32 bits (past 4,294,967,295 lines), is kept apart, as text with its line (`odd`).
 
 A lookup scans the packs: a few uuids are searched for as bytes, a match counted only where a key starts; for many,
 the first 8 bytes of every key are compared with the wanted ones in C (a set's `isdisjoint` over a memoryview),
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from itertools import compress, count
 
 KEY_BYTES = 16
+MAX_LINE = 0xFFFFFFFF
+"""The highest line a pack holds; a uuid on a later line is kept with the odd ones."""
 FEW = 24
 """Up to this many wanted uuids, each is searched for in a pack as bytes (`bytes.find`, its hits at a key's start
 kept); past it, the first 8 bytes of every key are compared with a set of them (in the 311 MB folder's 87k
@@ -72,7 +75,9 @@ def pack(pairs: Iterable[tuple[str, int]]) -> UuidPack:
     uuids = [u for u, _ in pairs]
     joined = "".join(uuids)
     n = len(pairs)
-    if len(joined) == n * _CANONICAL_LEN and all(joined[i::_CANONICAL_LEN] == "-" * n for i in _DASHES):
+    lengths = set(map(len, uuids))  # each one's, not only the total: a 35- and a 37-character uuid join as two of 36
+    fits = not pairs or max(line for _, line in pairs) <= MAX_LINE
+    if fits and lengths <= {_CANONICAL_LEN} and all(joined[i::_CANONICAL_LEN] == "-" * n for i in _DASHES):
         bare = joined.replace("-", "")
         try:
             keys = bytes.fromhex(bare)
@@ -85,7 +90,7 @@ def pack(pairs: Iterable[tuple[str, int]]) -> UuidPack:
     odd: list[tuple[str, int]] = []
     for uuid, line in pairs:
         key = canonical_key(uuid)
-        if key is None:
+        if key is None or not 0 <= line <= MAX_LINE:
             odd.append((uuid, line))
         else:
             packed += key

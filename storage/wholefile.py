@@ -8,7 +8,9 @@ and whoever writes holds an exclusive `flock` on it while it exists, so the next
 what a killed one left (its lock died with it) and removes it; a live writer's is never touched (`InUse`).
 
 What is found under the temporary name is never followed nor written through: a symlink there is `Unsafe`, and so
-is anything but a regular file with one name (a hard link of a file elsewhere would be truncated with it).
+is anything but a regular file of ours with one name (a hard link of a file elsewhere would be truncated with it; a
+file of another user, taken over and renamed, would leave the data in a file that user owns; a folder or a socket
+cannot be opened for writing).
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ def _own_temp(folder: int, tmp: str, path: os.PathLike[str] | str) -> int:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise Unsafe(f"{path}: its temporary file {tmp} is a symbolic link; nothing written") from None
+        if exc.errno in (errno.EISDIR, errno.ENXIO):  # a folder, a UNIX socket
+            raise Unsafe(f"{path}: its temporary file {tmp} is not a regular file; nothing written") from None
         raise
     try:
         try:
@@ -70,6 +74,8 @@ def _own_temp(folder: int, tmp: str, path: os.PathLike[str] | str) -> int:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
             raise Unsafe(f"{path}: its temporary file {tmp} is not a regular file of one name; nothing written")
+        if st.st_uid != os.geteuid():
+            raise Unsafe(f"{path}: its temporary file {tmp} belongs to user {st.st_uid}; nothing written")
         try:
             now = os.stat(tmp, dir_fd=folder, follow_symlinks=False)
         except FileNotFoundError:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 from server.cli import main
 from server.index import ProjectIndex
 from server.index.persisted import check_folder_indexed
+from storage import uuidpack
 from storage.indexdb import DB_NAME, SCHEMA_VERSION, IndexDB
 from storage.uuidpack import FEW
 
@@ -219,3 +222,149 @@ def test_a_damaged_pack_is_rebuilt_from_the_files(tmp_path: Path, cache: Path) -
     assert check_folder_indexed(projects, workers=1) == expected
     with sqlite3.connect(cache / DB_NAME) as conn:
         assert conn.execute("SELECT sum(length(keys)) FROM uuid_packs").fetchone() == (8 * 16,)
+
+
+SHORT = TARGET[:-1]
+"""35 characters: TARGET without its last one."""
+LONG = TARGET[-1] + STRADDLE[0]
+"""37 characters: TARGET's last one, then a canonical uuid. Written one after the other, SHORT and LONG are 72
+characters with dashes where two canonical uuids have them: TARGET and STRADDLE[0]."""
+
+
+def test_uuids_of_35_and_37_characters_are_not_packed_as_the_two_they_spell_together(db: IndexDB) -> None:
+    db.put_uuids("/p/a.jsonl", [(SHORT, 0), (LONG, 1)])
+    assert db.commit()
+    assert db.homes_many([SHORT, LONG, TARGET, STRADDLE[0]]) == {
+        SHORT: [("/p/a.jsonl", 0)],
+        LONG: [("/p/a.jsonl", 1)],
+    }
+    assert db.conn.execute("SELECT sum(length(keys)) FROM uuid_packs").fetchone() == (0,)
+
+
+def test_links_to_uuids_of_35_and_37_characters_settle_as_a_reading_of_the_files_does(
+    tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "projects" / "-tmp-p"
+    folder.mkdir(parents=True)
+    one, two = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+    (folder / f"{one}.jsonl").write_bytes(row(one, SHORT, None, 1) + row(one, LONG, SHORT, 2))
+    (folder / f"{two}.jsonl").write_bytes(
+        row(two, "cccccccc-0000-4000-8000-000000000001", SHORT, 3)
+        + row(two, "cccccccc-0000-4000-8000-000000000002", TARGET, 4)
+    )
+    for p in folder.iterdir():
+        os.utime(p, (HOUR_AGO, HOUR_AGO))
+    projects = tmp_path / "projects"
+    runs = []
+    for _ in range(2):  # the first run fills the database, the second answers from it
+        main(["check", "--json", "-j", "1", "--projects-dir", str(projects)])
+        runs.append(orjson.loads(capsys.readouterr().out))
+    expected = [("22", 1, "cross-file-parent"), ("22", 2, "dangling-parent")]
+    assert [link_codes(r) for r in runs] == [expected, expected]
+    first = ProjectIndex(projects)
+    first.scan()
+    first.close()
+    again = ProjectIndex(projects)  # restored from the database: the files' rows are not loaded
+    again.scan()
+    assert not any(s.loaded for s in again.files.values())
+    assert link_codes([d.to_json() for d in again.all_diagnostics()]) == expected
+    assert again.homes_many([SHORT, LONG, TARGET, STRADDLE[0]]) == {
+        SHORT: [(folder / f"{one}.jsonl", 0)],
+        LONG: [(folder / f"{one}.jsonl", 1)],
+    }
+    again.close()
+
+
+def test_a_commit_between_the_scan_and_the_paths_gives_neither_another_files_path_nor_damage(
+    db: IndexDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db.put_uuids("/p/a.jsonl", [(TARGET, 1)])
+    db.put_uuids("/p/b.jsonl", [(NOWHERE, 2)])  # file id 2, the highest: SQLite gives it again once it is dropped
+    assert db.commit()
+    assert db.homes(TARGET) == [("/p/a.jsonl", 1)]  # the packs are kept from here
+    other = IndexDB.open(tmp_path)  # another process's connection
+    assert other is not None
+    scan = uuidpack.Packs.find
+    commits: list[str] = []
+
+    def scan_then_other_commits(packs: uuidpack.Packs, wanted: uuidpack.Wanted) -> list[tuple[str, int, int]]:
+        hits = list(scan(packs, wanted))
+        if not commits:  # the other process rewrites the folder's files once, right after this scan
+            other.drop_uuids(["/p/b.jsonl"])
+            other.put_uuids("/p/c.jsonl", [(STRADDLE[0], 5)])
+            assert other.commit()
+            commits.append("b dropped, c stored")
+        return hits
+
+    monkeypatch.setattr(uuidpack.Packs, "find", scan_then_other_commits)
+    assert db.homes(NOWHERE) == [("/p/b.jsonl", 2)]  # as the database was when the lookup began
+    assert other.conn.execute("SELECT id FROM uuid_files WHERE path = '/p/c.jsonl'").fetchone() == (2,)
+    assert db.homes_many([NOWHERE, STRADDLE[0]]) == {STRADDLE[0]: [("/p/c.jsonl", 5)]}  # and as it is now
+    other.close()
+
+
+def test_a_file_dropped_between_the_scan_and_the_paths_is_not_damage(
+    db: IndexDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db.put_uuids("/p/a.jsonl", [(TARGET, 1)])
+    assert db.commit()
+    other = IndexDB.open(tmp_path)
+    assert other is not None
+    scan = uuidpack.Packs.find
+
+    def scan_then_other_drops(packs: uuidpack.Packs, wanted: uuidpack.Wanted) -> list[tuple[str, int, int]]:
+        hits = list(scan(packs, wanted))
+        if other.conn.execute("SELECT count(*) FROM uuid_files").fetchone() == (1,):
+            other.drop_uuids(["/p/a.jsonl"])
+            assert other.commit()
+        return hits
+
+    monkeypatch.setattr(uuidpack.Packs, "find", scan_then_other_drops)
+    assert db.homes(TARGET) == [("/p/a.jsonl", 1)]  # before: KeyError, which the index takes for a damaged database
+    assert db.homes(TARGET) == []
+    other.close()
+
+
+def test_a_line_past_32_bits_is_kept_whole_not_wrapped(db: IndexDB) -> None:
+    far = 2**32 + 5  # wrapped to 32 bits it would be line 5
+    db.put_uuids("/p/long.jsonl", [(STRADDLE[0], 4), (TARGET, far), (NOWHERE, 2**40)])
+    db.put_uuids("/p/short.jsonl", [(STRADDLE[1], 5)])
+    assert db.commit()
+    assert db.homes(TARGET) == [("/p/long.jsonl", far)]
+    assert db.homes_many([TARGET, NOWHERE, *STRADDLE, SAME_FIRST_HALF]) == {
+        TARGET: [("/p/long.jsonl", far)],
+        NOWHERE: [("/p/long.jsonl", 2**40)],
+        STRADDLE[0]: [("/p/long.jsonl", 4)],
+        STRADDLE[1]: [("/p/short.jsonl", 5)],
+    }
+    assert sorted(uuidpack.pack([(TARGET, far), (STRADDLE[0], 4)])) == [(STRADDLE[0], 4), (TARGET, far)]
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from storage.indexdb import IndexDB
+U = [f"{n:08x}-0000-4000-8000-000000000000" for n in range(30)]
+db = IndexDB.open(Path(sys.argv[1]))
+for i in range(1, 4001):
+    db.drop_uuids([f"/p/{i % 3}.jsonl"])  # the file of the highest id, dropped: its id goes to the next file stored
+    db.put_uuids(f"/p/{(i + 1) % 3}.jsonl", [(U[(i + 1) % 3 * 10 + k], k) for k in range(10)])
+    assert db.commit()
+"""
+
+
+def test_lookups_while_another_process_drops_and_stores_files_give_only_true_homes(db: IndexDB, tmp_path: Path) -> None:
+    """File k always holds uuids 10k to 10k+9 at lines 0-9; another process drops and stores the files 4000 times
+    while this one looks all 30 uuids up: every home found is one a file really has."""
+    uuids = [f"{n:08x}-0000-4000-8000-000000000000" for n in range(30)]
+    db.put_uuids("/p/0.jsonl", [(uuids[k], k) for k in range(10)])
+    assert db.commit()
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], cwd=Path(__file__).parent.parent)
+    lookups, wrong = 0, []
+    while writer.poll() is None:
+        lookups += 1
+        for uuid, homes in db.homes_many(uuids).items():
+            n = uuids.index(uuid)
+            wrong.extend(h for h in homes if h != (f"/p/{n // 10}.jsonl", n % 10))
+    assert writer.wait() == 0
+    assert lookups > 0 and wrong == []
