@@ -221,6 +221,10 @@ class _Turn:
             ]
             if not calls:
                 return
+            # the calls are written before any of them runs, as the CLI writes them: a tool that makes the file
+            # unwritable (or kills this process) leaves its call recorded, and one whose call cannot be written
+            # never runs
+            self.rec.flush()
             results = self._run_tools(calls)
             if self.cancel.cancelled or self.denied:
                 return
