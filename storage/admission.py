@@ -23,10 +23,10 @@ from typing import Any
 
 import orjson
 
-from storage.access import open_in_folder, walk_folders
+from storage.access import open_in_folder
 from storage.errors import InUse, WriteFailed
 from storage.livesession import LiveMark, ensure_free
-from storage.locking import FILE_MODE, make_private_dirs
+from storage.locking import FILE_MODE, open_private_below
 
 HOLDER_WAIT = 0.5
 """Seconds a refused writer waits for the holder to write its identity (it does so right after
@@ -130,10 +130,7 @@ def _open_lock(config_dir: Path, path: Path) -> int:
     """The lock file at `path` (below `config_dir`), opened by descriptor: the config home by its real path, then
     `session-lsp/locks` (made 0700 where missing) and the file, each taking no symlink (`storage.access`): a folder
     there swapped for a link to another place takes no lock file there (`Unsafe`); a hard-linked lock is refused."""
-    make_private_dirs(config_dir)
-    home = os.path.realpath(config_dir)
-    names = list(path.relative_to(config_dir).parent.parts)
-    folder = walk_folders(os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), names, path, made=[], at=home)
+    folder = open_private_below(config_dir, list(path.relative_to(config_dir).parent.parts), path)
     return open_in_folder(folder, path.name, os.O_RDWR | os.O_CREAT, FILE_MODE, path)
 
 

@@ -33,8 +33,8 @@ from typing import Any
 
 import orjson
 
-from storage.errors import InUse
-from storage.locking import FILE_MODE, make_private_dirs
+from storage.errors import InUse, Unsafe
+from storage.locking import FILE_MODE, open_private_below
 from storage.paths import config_home
 
 OUR_KIND = "bg"
@@ -244,14 +244,20 @@ class LiveMark:
         start = proc_start(pid)
         if start is not None:
             self.record["procStart"] = start
-        make_private_dirs(self.path.parent)
-        tmp = self.path.with_name(f".{self.path.name}.{time.monotonic_ns()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+        # the registry folder is walked below the config home taking no link: one swapped for a link out gets no
+        # record (`Unsafe`), and the record is put in place whole by name in the folder opened
+        folder = open_private_below(self.root.parent, [self.root.name], self.path)
         try:
-            os.write(fd, orjson.dumps(self.record))
+            tmp = f".{self.path.name}.{time.monotonic_ns()}.tmp"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(tmp, flags, FILE_MODE, dir_fd=folder)
+            try:
+                os.write(fd, orjson.dumps(self.record))
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path.name, src_dir_fd=folder, dst_dir_fd=folder)
         finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
+            os.close(folder)
         self.held = True
 
     def release(self) -> None:
@@ -260,8 +266,12 @@ class LiveMark:
         self.held = False
         data = _read(self.path)
         if data is not None and data.get("sessionId") == self.session_id:
-            with contextlib.suppress(OSError):
-                self.path.unlink()
+            with contextlib.suppress(OSError, Unsafe):  # a folder swapped for a link since: nothing removed there
+                folder = open_private_below(self.root.parent, [self.root.name], self.path)
+                try:
+                    os.unlink(self.path.name, dir_fd=folder)
+                finally:
+                    os.close(folder)
         with _MARK_LOCK:
             _MARKED_BY_US.pop(self.path, None)
         if self.guard is not None:

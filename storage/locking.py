@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from storage.access import open_decided
+from storage.access import open_decided, walk_folders
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -56,3 +56,13 @@ def make_private_dirs(path: os.PathLike[str] | str) -> list[str]:
         except FileExistsError:
             pass
     return created
+
+
+def open_private_below(home: os.PathLike[str] | str, names: list[str], path: os.PathLike[str] | str) -> int:
+    """A descriptor of the folder `names` leads to below `home` (a config home): `home` by its real path (made
+    0700 where missing; a home the user reached through a link is followed), then each folder below it opened
+    taking no symlink and made 0700 where missing (`storage.access.walk_folders`): a folder there swapped for a
+    link to another place is `Unsafe`, and nothing is made there. `path` names the file in errors."""
+    make_private_dirs(home)
+    real = os.path.realpath(home)
+    return walk_folders(os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), names, path, made=[], at=real)

@@ -392,6 +392,30 @@ def test_a_lock_folder_swapped_for_a_link_out_takes_no_lock_file_out(world: dict
     assert path.read_bytes() == before
 
 
+def test_the_live_session_registry_swapped_for_a_link_out_gets_no_record(world: dict[str, Path]) -> None:
+    """The config home's `sessions` folder (the CLI's registry of live sessions, where a turn puts its `<pid>.json`)
+    is a symlink to a folder outside. Before, the turn wrote its record there (`os.replace` by path, which would also
+    have replaced an outside file of that name); now it is refused with one line and nothing is made outside; once
+    the link is gone the next turn runs (nothing was left held)."""
+    projects, outside = world["projects"], world["tmp"] / "outside"
+    outside.mkdir()
+    (outside / "keep.json").write_text("{}")
+    registry = projects.parent / "sessions"
+    registry.symlink_to(outside, target_is_directory=True)
+    path = projects / SHOP / f"{S1}.jsonl"
+    before = path.read_bytes()
+    args = ["turn", "--resume", S1, "--provider", "anthropic", "--cwd", str(world["work"]), "--projects-dir"]
+    out = cli(*args, str(projects), "hello")
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert out.stderr.count("\n") == 1 and "symbolic link" in out.stderr, out.stderr
+    assert tree(outside) == ["keep.json"]
+    assert path.read_bytes() == before
+    registry.unlink()
+    again = cli(*args, str(projects), "hello")
+    assert again.returncode == 0, again.stderr
+    assert not any(registry.glob("*.json"))  # the record is removed when the turn ends
+
+
 QUEUE_LEFT_AFTER_A_REFUSED_CLOSE = """
 import sys, threading
 from pathlib import Path
