@@ -21,7 +21,7 @@ import fcntl
 import os
 import stat
 
-from storage.errors import InUse, Unsafe
+from storage.errors import InUse, InvalidArgument, Unsafe
 
 _TEMP = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
@@ -31,11 +31,18 @@ def temp_name(name: str) -> str:
     return f".{name}.tmp"
 
 
+def is_temp_name(name: str) -> bool:
+    """Whether `name` is some file's `temp_name`."""
+    return name.startswith(".") and name.endswith(".tmp") and len(name) >= len(".x.tmp")
+
+
 def put_whole(folder: int, name: str, data: bytes, path: os.PathLike[str] | str, *, replace: bool) -> None:
     """Make `name`, in the folder open as `folder` (left open), hold `data` (mode 0600): written under `temp_name`,
     then renamed over whatever `name` is (`replace`) or linked to it (else `FileExistsError` when something is
     already there, left untouched). `path` names the file in errors. The temporary name is gone afterwards,
     whatever happens, unless this process dies between the two steps (see the module docstring)."""
+    if is_temp_name(name):  # it would be taken over, and removed, by the next write of the file it names
+        raise InvalidArgument(f"{path}: {name} has the form of a temporary name (.<name>.tmp); not written")
     tmp = temp_name(name)
     fd = _own_temp(folder, tmp, path)
     try:

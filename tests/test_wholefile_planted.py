@@ -77,3 +77,20 @@ def test_anything_but_a_file_of_ours_under_the_temporary_name_is_unsafe_and_left
         write_files(projects, files)
     assert snapshot(planted) == before
     assert sorted(p.name for p in (projects / PROJECT).iterdir()) == [planted.name]
+
+
+def test_a_file_named_like_a_temporary_name_is_not_written(tmp_path: Path) -> None:
+    """`.x.tmp` is the temporary name of `x`: written as a file of its own, the next write of `x` would take it over
+    and remove it. Such a name is refused before anything is written; `x` itself is written whole."""
+    from storage.errors import InvalidArgument
+    from storage.wholefile import put_whole
+
+    folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(InvalidArgument, match="temporary name"):
+            put_whole(folder, ".x.tmp", b"data\n", tmp_path / ".x.tmp", replace=True)
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+        put_whole(folder, "x", b"whole\n", tmp_path / "x", replace=True)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["x"] and (tmp_path / "x").read_bytes() == b"whole\n"
+    finally:
+        os.close(folder)
