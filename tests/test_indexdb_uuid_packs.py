@@ -47,6 +47,26 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "cache" / "session-lsp"
 
 
+def check_twice(projects: Path, capsys: pytest.CaptureFixture[str]) -> list[list[dict[str, object]]]:
+    """`check --json` of `projects` twice: the first run fills the database, the second answers from it."""
+    runs = []
+    for _ in range(2):
+        main(["check", "--json", "-j", "1", "--projects-dir", str(projects)])
+        runs.append(orjson.loads(capsys.readouterr().out))
+    return runs
+
+
+def restored_index(projects: Path) -> ProjectIndex:
+    """A server index of `projects` restored from the database a first index stored: no file's rows loaded."""
+    first = ProjectIndex(projects)
+    first.scan()
+    first.close()
+    again = ProjectIndex(projects)
+    again.scan()
+    assert not any(s.loaded for s in again.files.values())
+    return again
+
+
 def test_a_file_is_one_packed_row_and_every_uuid_is_found_at_its_line(db: IndexDB) -> None:
     with db.uuid_load():
         for path, ids in ROWS.items():
@@ -194,20 +214,12 @@ def test_links_settled_through_the_packs_are_exact_cold_and_warm(
     tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     projects = colliding_folder(tmp_path)
-    runs = []
-    for _ in range(2):  # the first run fills the database, the second answers from it
-        main(["check", "--json", "-j", "1", "--projects-dir", str(projects)])
-        runs.append(orjson.loads(capsys.readouterr().out))
+    runs = check_twice(projects, capsys)
     assert (cache / DB_NAME).exists()
     assert [link_codes(r) for r in runs] == [EXPECTED, EXPECTED]
     related = next(d for d in runs[1] if d["code"] == "cross-file-parent")["related"]
     assert [(Path(r["path"]).name[:2], r["line"]) for r in related] == [("11", 3)]
-    first = ProjectIndex(projects)
-    first.scan()
-    first.close()
-    again = ProjectIndex(projects)  # restored from the database: the files' rows are not loaded
-    again.scan()
-    assert not any(s.loaded for s in again.files.values())
+    again = restored_index(projects)
     assert link_codes([d.to_json() for d in again.all_diagnostics()]) == EXPECTED
     assert again.homes_many([TARGET, NOWHERE, SAME_FIRST_HALF]) == {TARGET: [(sorted(again.files)[0], 2)]}
     again.close()
@@ -255,18 +267,10 @@ def test_links_to_uuids_of_35_and_37_characters_settle_as_a_reading_of_the_files
     for p in folder.iterdir():
         os.utime(p, (HOUR_AGO, HOUR_AGO))
     projects = tmp_path / "projects"
-    runs = []
-    for _ in range(2):  # the first run fills the database, the second answers from it
-        main(["check", "--json", "-j", "1", "--projects-dir", str(projects)])
-        runs.append(orjson.loads(capsys.readouterr().out))
+    runs = check_twice(projects, capsys)
     expected = [("22", 1, "cross-file-parent"), ("22", 2, "dangling-parent")]
     assert [link_codes(r) for r in runs] == [expected, expected]
-    first = ProjectIndex(projects)
-    first.scan()
-    first.close()
-    again = ProjectIndex(projects)  # restored from the database: the files' rows are not loaded
-    again.scan()
-    assert not any(s.loaded for s in again.files.values())
+    again = restored_index(projects)
     assert link_codes([d.to_json() for d in again.all_diagnostics()]) == expected
     assert again.homes_many([SHORT, LONG, TARGET, STRADDLE[0]]) == {
         SHORT: [(folder / f"{one}.jsonl", 0)],
