@@ -110,6 +110,27 @@ async function runCommand(title) {
   await page.keyboard.press('Enter');
 }
 
+async function searchSessions(query) {
+  // Opens Search Sessions and types `query`. A conversation webview that takes the focus back just after the
+  // previous check (it renders late) closes a quick pick, as VS Code closes one on focus loss: the pick is opened
+  // again then (at most 3 times, each logged), never given up on silently.
+  const input = page.locator('.quick-input-widget input');
+  for (let attempt = 1; ; attempt++) {
+    await runCommand('Claude Sessions: Search Sessions');
+    // the command palette's own row also reads "Search Sessions": wait for the quick pick's placeholder
+    await until('the Search Sessions quick pick', async () =>
+      /every message as you type/.test((await input.getAttribute('placeholder').catch(() => '')) ?? ''),
+    );
+    try {
+      await input.fill(query, { timeout: 5000 });
+      return;
+    } catch (e) {
+      if (attempt >= 3) throw e;
+      log(`the Search Sessions quick pick closed before "${query}" was typed (attempt ${attempt}); opening it again`);
+    }
+  }
+}
+
 async function viewRows() {
   return page.$$eval(`${VIEW} .monaco-list-row`, (rows) =>
     rows.map((r) => ({
@@ -564,13 +585,7 @@ async function main() {
   });
 
   await check('Search Sessions finds a session by a prompt', async () => {
-    await runCommand('Claude Sessions: Search Sessions');
-    const input = page.locator('.quick-input-widget input');
-    // the command palette's own row also reads "Search Sessions": wait for the quick pick's placeholder
-    await until('the Search Sessions quick pick', async () =>
-      /every message as you type/.test((await input.getAttribute('placeholder').catch(() => '')) ?? ''),
-    );
-    await input.fill('audit.ts');
+    await searchSessions('audit.ts');
     await until('a prompt match', async () =>
       (await page.locator('.quick-input-widget .monaco-list-row').count()) > 0 &&
       /audit\.ts/.test(await page.locator('.quick-input-widget .monaco-list-row').first().innerText()),
@@ -584,13 +599,7 @@ async function main() {
   });
 
   await check('a full-text hit in Search Sessions (a tool call) opens the conversation at it, the call unfolded', async () => {
-    await runCommand('Claude Sessions: Search Sessions');
-    await until('the Search Sessions quick pick', async () =>
-      /every message as you type/.test(
-        (await page.locator('.quick-input-widget input').getAttribute('placeholder').catch(() => '')) ?? '',
-      ),
-    );
-    await page.locator('.quick-input-widget input').fill('sub task audit');
+    await searchSessions('sub task audit');
     const hit = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'tool: Agent sub task READ' }).first();
     await hit.waitFor({ state: 'visible', timeout: 20000 });
     await hit.click();
