@@ -34,8 +34,9 @@ from typing import Any
 import orjson
 
 from storage.errors import InUse, Unsafe
-from storage.locking import FILE_MODE, open_private_below
+from storage.locking import open_private_below
 from storage.paths import config_home
+from storage.wholefile import put_whole
 
 OUR_KIND = "bg"
 _MARK_LOCK = threading.Lock()
@@ -248,14 +249,7 @@ class LiveMark:
         # record (`Unsafe`), and the record is put in place whole by name in the folder opened
         folder = open_private_below(self.root.parent, [self.root.name], self.path)
         try:
-            tmp = f".{self.path.name}.{time.monotonic_ns()}.tmp"
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(tmp, flags, FILE_MODE, dir_fd=folder)
-            try:
-                os.write(fd, orjson.dumps(self.record))
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path.name, src_dir_fd=folder, dst_dir_fd=folder)
+            put_whole(folder, self.path.name, orjson.dumps(self.record), self.path, replace=True)
         finally:
             os.close(folder)
         self.held = True

@@ -14,7 +14,7 @@ from storage.admission import admit
 from storage.errors import NotFound
 from storage.jsonline import dump_line
 from storage.livesession import config_dir_of
-from storage.locking import FILE_MODE
+from storage.wholefile import put_whole
 from storage.writequeue import TornTail, append_lines
 
 
@@ -22,19 +22,14 @@ def write_private_json(path: Path, value: Any) -> None:
     """Write a small JSON file atomically, mode 0600, its folders 0700; `path` is decided
     (`storage.access`), and written through its folder opened by `open_decided_folder`, so a folder
     swapped for a symlink since takes nothing out."""
-    write_private_json_in(open_decided_folder(path.parent, made=[]), path.name, value)
+    write_private_json_in(open_decided_folder(path.parent, made=[]), path, value)
 
 
-def write_private_json_in(folder: int, name: str, value: Any) -> None:
-    """Write `name` as `write_private_json` does, in the folder open as `folder` (closed here)."""
+def write_private_json_in(folder: int, path: Path, value: Any) -> None:
+    """Write `path`'s file as `write_private_json` does, by name in the folder open as `folder` (closed here): put in
+    place whole (`storage.wholefile`)."""
     try:
-        tmp = f".{name}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE, dir_fd=folder)
-        try:
-            os.write(fd, orjson.dumps(value))
-        finally:
-            os.close(fd)
-        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+        put_whole(folder, path.name, orjson.dumps(value), path, replace=True)
     finally:
         os.close(folder)
 

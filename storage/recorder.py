@@ -683,6 +683,6 @@ def _write_meta(sub: SubagentRecorder) -> None:
         ) from None
     inner = [str(n) for n in sub.path.parent.relative_to(project).parts]
     write_private_json_in(
-        walk_folders(folder, inner, sub.path.parent, made=[], at=str(project)), sub.meta_path.name, sub.meta
+        walk_folders(folder, inner, sub.path.parent, made=[], at=str(project)), sub.meta_path, sub.meta
     )
     rec._queue.expect_folder(sub.path)
