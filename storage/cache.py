@@ -82,19 +82,19 @@ def cache_folder_path(folder: Path) -> Path:
 
 
 def open_private_folder(folder: Path) -> int:
-    """A descriptor (`O_PATH`) of `folder`, walked from `/` following no link (`storage.access`) along
-    `cache_folder_path`, every folder it makes 0700 and `folder` itself made 0700. A link where a folder should be
-    is an `OSError` (ELOOP) and nothing is made below it."""
+    """A descriptor of `folder` (opened for reading: it can be listed, and files opened in it), walked from `/`
+    following no link (`storage.access`) along `cache_folder_path`, every folder it makes 0700 and `folder` itself
+    made 0700. A link where a folder should be is an `OSError` (ELOOP) and nothing is made below it."""
     try:
-        fd = open_decided_folder(cache_folder_path(Path(os.path.abspath(folder))), made=[])
+        walked = open_decided_folder(cache_folder_path(Path(os.path.abspath(folder))), made=[])
     except Unsafe as exc:
         raise OSError(errno.ELOOP, f"{exc}; not used", str(folder)) from None
     try:
-        opened = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
-        try:
-            os.fchmod(opened, 0o700)
-        finally:
-            os.close(opened)
+        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=walked)
+    finally:
+        os.close(walked)
+    try:
+        os.fchmod(fd, 0o700)
     except BaseException:
         os.close(fd)
         raise

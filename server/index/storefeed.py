@@ -48,15 +48,11 @@ def new_mirror_base() -> Path:
     parent = cache / "store-mirrors"
     folder = open_private_folder(parent)
     try:
-        listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=folder)
-        try:
-            for entry in os.scandir(listing):
-                pid = entry.name.split("-", 1)[0]
-                # pid 1 is always alive (pid_alive says False for it: a registry rule, not ours)
-                if pid.isdigit() and int(pid) > 1 and entry.is_dir(follow_symlinks=False) and not pid_alive(int(pid)):
-                    shutil.rmtree(entry.name, ignore_errors=True, dir_fd=listing)
-        finally:
-            os.close(listing)
+        for entry in os.scandir(folder):
+            pid = entry.name.split("-", 1)[0]
+            # pid 1 is always alive (pid_alive says False for it: a registry rule, not ours)
+            if pid.isdigit() and int(pid) > 1 and entry.is_dir(follow_symlinks=False) and not pid_alive(int(pid)):
+                shutil.rmtree(entry.name, ignore_errors=True, dir_fd=folder)
         while True:
             name = f"{os.getpid()}-{secrets.token_hex(6)}"
             try:

@@ -117,12 +117,8 @@ def _prune(folder: Path) -> None:
     except OSError:
         return
     try:
-        listing = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
-        try:
-            with os.scandir(listing) as it:
-                entries = [(e.stat(follow_symlinks=False).st_mtime_ns, e.name) for e in it if e.name.endswith(".json")]
-        finally:
-            os.close(listing)
+        with os.scandir(fd) as it:
+            entries = [(e.stat(follow_symlinks=False).st_mtime_ns, e.name) for e in it if e.name.endswith(".json")]
         for _, name in sorted(entries, reverse=True)[KEEP_FILES:]:
             with contextlib.suppress(OSError):
                 os.unlink(name, dir_fd=fd)
