@@ -28,7 +28,7 @@ from storage.errors import InUse, NotATranscript, SessionLspError, Unsafe
 from storage.paths import real_root
 from storage.pgstore import StreamTail
 from storage.store_materialize import StoreSession, session_files
-from storage.wholefile import put_whole
+from storage.wholefile import put_whole, write_all
 
 log = logging.getLogger(__name__)
 SessionKey = tuple[str, str]
@@ -237,9 +237,7 @@ class StoreMirror:
             size = os.fstat(fd).st_size
             if size != expected:
                 return False
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
         finally:
             os.close(fd)
         self._sizes[path] = size + len(data)

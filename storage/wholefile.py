@@ -31,6 +31,13 @@ def temp_name(name: str) -> str:
     return f".{name}.tmp"
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` at the descriptor's position (`os.write` may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def is_temp_name(name: str) -> bool:
     """Whether `name` is some file's `temp_name`."""
     return name.startswith(".") and name.endswith(".tmp") and len(name) >= len(".x.tmp")
@@ -48,9 +55,7 @@ def put_whole(folder: int, name: str, data: bytes, path: os.PathLike[str] | str,
     try:
         try:
             os.ftruncate(fd, 0)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
             if replace:
                 os.rename(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
             else:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from storage.errors import InUse, SessionLspError, WriteFailed
 from storage.locking import locked_append_fd
+from storage.wholefile import write_all
 
 FLUSH_INTERVAL = 0.1
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -56,13 +57,6 @@ def _ends_with_newline(fd: int) -> tuple[bool, int]:
     if size == 0:
         return True, 0
     return os.pread(fd, 1, size - 1) == b"\n", size
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
 
 
 class ForeignAppend(InUse):
@@ -131,7 +125,7 @@ def _append_locked(fd: int, path: Path, data: bytes, *, fsync: bool, ends: dict[
     torn = None if ok else TornTail(path, size)
     out = data if ok else b"\n" + data
     try:
-        _write_all(fd, out)
+        write_all(fd, out)
     except OSError:
         _cut_back(fd, size, len(out))
         raise
