@@ -409,15 +409,9 @@ class IndexDB:
             for uuid, file, line in hits:
                 found.setdefault(uuid, []).append((paths[file], line))
         odd = list(wanted if self._long_lines() else wanted.difference(canonical.keys.values()))
-        for start in range(0, len(odd), 500):
-            part = odd[start : start + 500]
-            rows = self.conn.execute(
-                "SELECT o.uuid, f.path, o.line FROM odd_uuids o JOIN uuid_files f ON f.id = o.file"
-                f" WHERE o.uuid IN ({','.join('?' * len(part))})",
-                part,
-            )
-            for uuid, path, line in rows:
-                found.setdefault(uuid, []).append((path, line))
+        sql = "SELECT o.uuid, f.path, o.line FROM odd_uuids o JOIN uuid_files f ON f.id = o.file WHERE o.uuid IN ({})"
+        for uuid, path, line in self._select_in(sql, odd):
+            found.setdefault(uuid, []).append((path, line))
         for homes in found.values():
             homes.sort()
         return found
@@ -440,13 +434,14 @@ class IndexDB:
         return self._packs_read[1]
 
     def _uuid_paths(self, files: Iterable[int]) -> dict[int, str]:
-        ids = list(files)
-        out: dict[int, str] = {}
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            rows = self.conn.execute(f"SELECT id, path FROM uuid_files WHERE id IN ({','.join('?' * len(part))})", part)
-            out.update(rows)
-        return out
+        return dict(self._select_in("SELECT id, path FROM uuid_files WHERE id IN ({})", list(files)))
+
+    def _select_in(self, sql: str, values: list[Any]) -> Iterator[Any]:
+        """The rows of `sql`, whose `IN ({})` takes `values`: asked 500 values at a time (SQLite bounds the number
+        of parameters of a statement)."""
+        for start in range(0, len(values), 500):
+            part = values[start : start + 500]
+            yield from self.conn.execute(sql.format(",".join("?" * len(part))), part)
 
     # ---- rowsets: an index's per-file state (link rows, line offsets, where reading stopped) -------
     @_locked
