@@ -44,9 +44,6 @@ class UuidPack:
     def __iter__(self) -> Iterator[tuple[str, int]]:
         return iter(self.pairs())
 
-    def __len__(self) -> int:
-        return len(self.keys) // KEY_BYTES + len(self.odd)
-
     def pairs(self) -> list[tuple[str, int]]:
         """The (uuid, line) pairs back, the packed ones first."""
         hexed = self.keys.hex()
@@ -162,9 +159,6 @@ class Packs:
         if len(keys) % KEY_BYTES or len(lines) % 4 or len(keys) // KEY_BYTES != len(lines) // 4:
             raise ValueError(f"the uuid pack of file {file}: {len(keys)} bytes of keys, {len(lines)} of lines")
         self.files[file] = (keys, unpack_lines(lines))
-
-    def __len__(self) -> int:
-        return sum(len(lines) for _, lines in self.files.values())
 
     def find(self, wanted: Wanted) -> Iterator[tuple[str, int, int]]:
         """(uuid, file id, line) of every stored key among `wanted`."""
