@@ -727,9 +727,7 @@ class ProjectIndex:
         resolved = self._resolved.get(key)
         if resolved is None:
             report = self._report(key)
-            if found is None:
-                found = self.lookup_many({p.target for p in report.pending})
-            homes = found
+            homes = found if found is not None else self.lookup_many({p.target for p in report.pending})
             diags = report.diagnostics + resolve(report.pending, lambda u: homes.get(u, []), self.file_for_session)
             resolved = {p: [] for p in self._members.get(key, ())}
             for d in diags:
