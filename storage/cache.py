@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from storage.access import open_decided_folder, open_in_folder
-from storage.errors import NotATranscript, SessionLspError, Unsafe
+from storage.access import open_decided_folder
+from storage.errors import SessionLspError, Unsafe
 from storage.wholefile import put_whole
 
 
@@ -109,16 +109,22 @@ def private_dir(path: Path) -> None:
 
 def private_file(path: Path) -> None:
     """Create `path` if missing; either way 0600. Created in its folder opened by `open_private_folder`, never
-    through a link (`storage.access.open_in_folder`); a link, FIFO or hard link (a file elsewhere) there is an
-    `OSError` and is left as it is."""
+    through a link; a link, FIFO or hard link (a file elsewhere) there is an `OSError` and is left as it is."""
+    folder = open_private_folder(path.parent)
     try:
-        fd = open_in_folder(open_private_folder(path.parent), path.name, os.O_RDWR | os.O_CREAT, 0o600, path)
-    except (Unsafe, NotATranscript) as exc:
-        raise OSError(errno.EPERM, f"{exc}; not used", str(path)) from None
+        fd = os.open(path.name, os.O_RDWR | os.O_CREAT | _NO_LINK, 0o600, dir_fd=folder)
+    finally:
+        os.close(folder)
     try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise OSError(errno.EPERM, "not a regular file of one name; not used", str(path))
         os.fchmod(fd, 0o600)
     finally:
         os.close(fd)
+
+
+_NO_LINK = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 def load_json_dict(path: Path | None) -> dict[str, Any]:
