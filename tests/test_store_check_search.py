@@ -23,12 +23,12 @@ DAMAGED = "99999999-9999-4999-8999-999999999999"
 
 
 def damage(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of a session's rows with a dropped message (its child points into the original), a row of another
-    session, a parent cycle and an unknown entry type."""
+    """A copy of a session's rows with a dropped message (its child points into the original), a metadata row of
+    another session, a parent cycle and an unknown entry type."""
     rows = [{**r, "sessionId": DAMAGED} if "sessionId" in r else dict(r) for r in rows]
     messages = [i for i, r in enumerate(rows) if r.get("type") in ("user", "assistant") and r.get("uuid")]
     del rows[messages[len(messages) // 2]]
-    rows[messages[1]]["sessionId"] = "00000000-0000-4000-8000-00000000abcd"
+    rows.insert(messages[1], {"type": "mode", "mode": "normal", "sessionId": "00000000-0000-4000-8000-00000000abcd"})
     a, b = "aaaaaaaa-0000-4000-8000-000000000001", "aaaaaaaa-0000-4000-8000-000000000002"
     base = {"type": "user", "isSidechain": False, "sessionId": DAMAGED, "timestamp": "2026-11-29T23:09:00.000Z"}
     rows.append({**base, "parentUuid": b, "uuid": a, "message": {"role": "user", "content": "loop one"}})

@@ -41,6 +41,42 @@ def test_every_old_corpus_checks_clean(writer: str, capsys: pytest.CaptureFixtur
     diags = orjson.loads(capsys.readouterr().out)
     assert [d for d in diags if d["severity"] in ("error", "warning")] == []
     assert [d for d in diags if d["code"] == "unreachable-branch"] == []
+    assert [d for d in diags if d["code"] == "session-id-mismatch"] == []  # 0.2.109's resumes, 2.1.0's fork
+
+
+def _check_copy(tmp_path: Path, edit: str) -> None:
+    """`check` of a copy of 0.2.109's resumed session 2994e4f5 (its first 8 rows carry two earlier sessions'
+    ids): under its own name, under another name, or with a metadata row of another session added."""
+    source = ROOT / "claude-code-0.2.109" / "projects" / "-tmp-slsp-versions-0-2-109-work"
+    name = "2994e4f5-e496-49f5-87ae-9a79f986e6e4"
+    folder = tmp_path / "projects" / "-w"
+    folder.mkdir(parents=True)
+    data = (source / f"{name}.jsonl").read_bytes()
+    if edit == "renamed":
+        name = "12345678-1234-4234-8234-123456789abc"
+    if edit == "metadata":
+        data += b'{"type":"tag","tag":"x","sessionId":"99999999-9999-4999-8999-999999999999"}\n'
+    (folder / f"{name}.jsonl").write_bytes(data)
+    assert main(["check", "--projects-dir", str(tmp_path / "projects"), "--json"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        ("none", []),
+        ("renamed", [(1, "9f2bf1ed"), (5, "e4189df4"), (9, "2994e4f5")]),
+        ("metadata", [(11, "99999999")]),
+    ],
+)
+def test_rows_of_another_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: str, expected: list[tuple[int, str]]
+) -> None:
+    """Chain rows of another session are the CLI's own copying unless no row carries the file's id (a copy
+    under another name); a metadata row of another session is always reported."""
+    _check_copy(tmp_path, edit)
+    diags = orjson.loads(capsys.readouterr().out)
+    got = [(d["line"], d["message"].split("sessionId ")[1][:8]) for d in diags if d["code"] == "session-id-mismatch"]
+    assert got == expected
 
 
 @pytest.mark.parametrize("writer", ["1.0.128", "2.0.77"])
