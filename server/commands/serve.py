@@ -19,8 +19,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="run the language server")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (default)")
-    mode.add_argument("--tcp", metavar="HOST:PORT", help="listen on a TCP port")
-    mode.add_argument("--ws", metavar="HOST:PORT", help="listen for WebSocket clients")
+    mode.add_argument(
+        "--tcp",
+        metavar="HOST:PORT",
+        help="serve one editor on a loopback port; it must send initializationOptions.token (server/lsp/listen.py)",
+    )
+    p.add_argument("--token-file", type=Path, help="with --tcp: the token, read from this 0600 file (made if missing)")
     add_projects_dir(p)
     p.add_argument("--polling", action="store_true", help="poll the folder instead of OS events (network drives)")
     p.add_argument(
@@ -45,9 +49,9 @@ def _private_log(path: Path) -> logging.Handler:
 
 def _host_port(value: str) -> tuple[str, int]:
     host, _, port = value.rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not port.isdigit() or int(port) > 65535:
         raise CommandError(f"expected HOST:PORT, got {value!r}")
-    return host, int(port)
+    return host.strip("[]"), int(port)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -71,21 +75,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         return InitializationOptions(projects_dir=args.projects_dir, polling=args.polling, stores=stores)
 
-    launch = [str(args.projects_dir) if args.projects_dir else None, args.polling, [s.url for s in stores], schema]
-    early = None
-    if not args.tcp and not args.ws:  # over stdio, a known `initialize` is answered before the server loads
-        from server.lsp.early import EarlyInitialize
+    if args.token_file is not None and not args.tcp:
+        raise CommandError("--token-file goes with --tcp")
+    if args.tcp:
+        from server.lsp.listen import accept_editor, loopback_host, server_token
 
-        early = EarlyInitialize.start(sys.stdin.buffer, sys.stdout.buffer, launch, defaults)
+        host, port = _host_port(args.tcp)
+        loopback_host(host, port)
+        token, told = server_token(args.token_file)
+        editor = accept_editor(host, port, token, told)
+        from server.lsp.server import server
+
+        server.defaults = defaults()
+        server.start_io(editor.reader, editor.writer)
+        return 0
+    launch = [str(args.projects_dir) if args.projects_dir else None, args.polling, [s.url for s in stores], schema]
+    # over stdio, a known `initialize` is answered before the server loads
+    from server.lsp.early import EarlyInitialize
+
+    early = EarlyInitialize.start(sys.stdin.buffer, sys.stdout.buffer, launch, defaults)
     from server.lsp.server import SessionProtocol, server
 
     server.defaults = defaults()
-    if args.tcp:
-        server.start_tcp(*_host_port(args.tcp))
-    elif args.ws:
-        server.start_ws(*_host_port(args.ws))
-    else:
-        assert early is not None and isinstance(server.protocol, SessionProtocol)
-        server.protocol.early = early
-        server.start_io(early.stream)
+    assert isinstance(server.protocol, SessionProtocol)
+    server.protocol.early = early
+    server.start_io(early.stream)
     return 0

@@ -1,0 +1,215 @@
+"""`serve --tcp`: a port any process of the machine can reach serves one editor, the one that knows the token.
+
+Before, `--tcp` took every connection: one that sent `sessions/list` straight away was answered, and a second
+connection took the server's output from the first. Each test runs the real server on a real loopback port.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import TESTS
+
+from server.lsp.listen import AUTH_TIMEOUT_S
+
+ROOT = TESTS.parent
+EXAMPLE = ROOT / "examples" / "projects"
+TOKEN = "t0ken-for-the-test-" + "x" * 12
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def _initialize(token: str | None, msg_id: int = 1) -> bytes:
+    options = {"token": token} if token is not None else {}
+    params = {"processId": None, "rootUri": None, "capabilities": {}, "initializationOptions": options}
+    return _frame({"jsonrpc": "2.0", "id": msg_id, "method": "initialize", "params": params})
+
+
+def _answer(conn: socket.socket, msg_id: int, timeout: float = 30) -> dict[str, Any] | None:
+    """The response with `msg_id`, or None when the connection closes first."""
+    conn.settimeout(timeout)
+    buf = b""
+    while True:
+        while b"\r\n\r\n" in buf:
+            head, _, rest = buf.partition(b"\r\n\r\n")
+            n = int(re.search(rb"Content-Length: (\d+)", head).group(1))  # type: ignore[union-attr]
+            if len(rest) < n:
+                break
+            message, buf = json.loads(rest[:n]), rest[n:]
+            if message.get("id") == msg_id:
+                return message  # type: ignore[no-any-return]
+        data = conn.recv(65536)
+        if not data:
+            return None
+        buf += data
+
+
+def _closed(conn: socket.socket) -> bool:
+    conn.settimeout(AUTH_TIMEOUT_S + 10)
+    try:
+        while conn.recv(65536):
+            pass
+    except ConnectionResetError:
+        pass
+    return True
+
+
+def _serve(tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    cmd = [sys.executable, "-m", "server.cli", "serve", "--tcp", "127.0.0.1:0", "--projects-dir", str(EXAMPLE), *extra]
+    base = {**os.environ, "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, env={**base, **(env or {})})
+    assert proc.stderr is not None
+    line = proc.stderr.readline().decode()
+    found = re.search(r"listening on 127\.0\.0\.1:(\d+);", line)
+    assert found, line
+    return proc, int(found.group(1))
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Any:
+    proc, port = _serve(tmp_path, env={"SESSION_LSP_TOKEN": TOKEN})
+    yield proc, port
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def _connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=10)
+
+
+def _editor_session(port: int) -> list[str]:
+    """Initialize with the token and list the sessions: what an editor gets."""
+    conn = _connect(port)
+    conn.sendall(_initialize(TOKEN))
+    answer = _answer(conn, 1)
+    assert answer is not None and "capabilities" in answer["result"], answer
+    conn.sendall(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    conn.sendall(_frame({"jsonrpc": "2.0", "id": 2, "method": "sessions/list", "params": {}}))
+    listed = _answer(conn, 2)
+    assert listed is not None
+    conn.sendall(_frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
+    assert _answer(conn, 3) is not None
+    conn.sendall(_frame({"jsonrpc": "2.0", "method": "exit"}))
+    conn.close()
+    return sorted(s["sessionId"] for s in listed["result"]["sessions"])
+
+
+def test_connections_without_the_token_get_nothing_and_the_editor_is_served(served: Any) -> None:
+    proc, port = served
+    straight = _connect(port)  # no initialize: asks for the sessions at once
+    straight.sendall(_frame({"jsonrpc": "2.0", "id": 7, "method": "sessions/list", "params": {}}))
+    assert _answer(straight, 7) is None and _closed(straight)
+    for token in (None, "wrong-" + TOKEN[6:], TOKEN[:-1]):
+        conn = _connect(port)
+        conn.sendall(_initialize(token))
+        answer = _answer(conn, 1)
+        assert answer is not None and answer["error"]["code"] == -32600, answer
+        assert "token" in answer["error"]["message"] and TOKEN not in json.dumps(answer)
+        assert _closed(conn)
+    huge = _connect(port)
+    huge.sendall(b"Content-Length: 99999999999\r\n\r\n")
+    assert _answer(huge, 1) is None
+    sessions = _editor_session(port)
+    assert len(sessions) == 3  # the example's three sessions
+    assert proc.wait(10) == 0
+
+
+def test_one_editor_only_a_second_connection_is_refused(served: Any) -> None:
+    proc, port = served
+    editor = _connect(port)
+    editor.sendall(_initialize(TOKEN))
+    assert _answer(editor, 1) is not None
+    with pytest.raises(ConnectionRefusedError):  # the port is closed once an editor is in
+        socket.create_connection(("127.0.0.1", port), timeout=5).sendall(_initialize(TOKEN, 9))
+    editor.sendall(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    editor.sendall(_frame({"jsonrpc": "2.0", "id": 2, "method": "sessions/list", "params": {}}))
+    listed = _answer(editor, 2)
+    assert listed is not None and len(listed["result"]["sessions"]) == 3
+    editor.close()  # the editor gone: the server ends, as over stdio
+    proc.wait(15)
+
+
+def test_a_silent_connection_keeps_the_editor_out_for_a_while_only(served: Any) -> None:
+    proc, port = served
+    silent = _connect(port)
+    silent.sendall(b"Content-Len")  # and nothing more
+    start = time.monotonic()
+    assert len(_editor_session(port)) == 3
+    assert time.monotonic() - start < AUTH_TIMEOUT_S + 20  # not for ever: the silent one is dropped
+    assert _closed(silent)
+    assert proc.wait(10) == 0
+
+
+def test_tcp_listens_on_loopback_only(tmp_path: Path) -> None:
+    for host in ("0.0.0.0", "::", socket.gethostbyname(socket.gethostname())):
+        if host.startswith("127."):
+            continue
+        target = f"[{host}]:0" if ":" in host else f"{host}:0"
+        done = subprocess.run(
+            [sys.executable, "-m", "server.cli", "serve", "--tcp", target, "--projects-dir", str(EXAMPLE)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "HOME": str(tmp_path)},
+        )
+        assert done.returncode == 2 and "loopback only" in done.stderr, (host, done.stderr)
+
+
+def test_the_token_file_is_made_private_and_a_shared_or_linked_one_refused(tmp_path: Path) -> None:
+    made = tmp_path / "token"
+    proc, port = _serve(tmp_path, "--token-file", str(made))
+    try:
+        assert made.stat().st_mode & 0o777 == 0o600
+        token = made.read_text().strip()
+        conn = _connect(port)
+        conn.sendall(_initialize(token))
+        answer = _answer(conn, 1)
+        assert answer is not None and "result" in answer
+    finally:
+        proc.kill()
+        proc.wait()
+    shared = tmp_path / "shared"
+    shared.write_text(TOKEN)
+    shared.chmod(0o644)
+    outside = tmp_path / "outside"
+    outside.write_text(TOKEN)
+    outside.chmod(0o600)
+    linked = tmp_path / "linked"
+    linked.symlink_to(outside)
+    for path in (shared, linked):
+        done = subprocess.run(
+            [sys.executable, "-m", "server.cli", "serve", "--tcp", "127.0.0.1:0", "--token-file", str(path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "HOME": str(tmp_path)},
+        )
+        assert done.returncode == 2 and str(path) in done.stderr, done.stderr
+
+
+def test_no_websocket_listener(tmp_path: Path) -> None:
+    """A web page may open a WebSocket to a loopback port: there is no `--ws`."""
+    done = subprocess.run(
+        [sys.executable, "-m", "server.cli", "serve", "--ws", "127.0.0.1:0"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 2 and "--ws" in done.stderr
