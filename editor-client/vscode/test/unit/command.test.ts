@@ -118,3 +118,13 @@ test('only session-lsp --version output identifies our server', () => {
   assert.equal(sessionLspVersion('usage: server [-h]'), undefined);
   assert.equal(sessionLspVersion('other-tool 1.0'), undefined);
 });
+
+test('a workspace cannot choose the program the extension starts', () => {
+  // `machine` settings are read from the user's settings only: a cloned repository's .vscode/settings.json
+  // naming a program of its own (serverCommand, pythonPath) is ignored, not run when the folder opens.
+  const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', '..', 'package.json'), 'utf8'));
+  const props = manifest.contributes.configuration.properties;
+  for (const key of ['sessionLsp.serverCommand', 'sessionLsp.pythonPath']) {
+    assert.equal(props[key].scope, 'machine', key);
+  }
+});
