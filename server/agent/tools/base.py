@@ -51,11 +51,23 @@ def inside(root: Path, real: Path) -> bool:
     return real == root or root in real.parents
 
 
+SECRET_NAMES = frozenset(
+    {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "SESSION_LSP_TOKEN"}
+)
+"""Credentials of the model provider and of this server: a command the model runs has no use for them, and a
+prompt injected through a file it read could send them away."""
+
+
+def tool_environment() -> dict[str, str]:
+    """The environment of the processes tools start: the server's, less `SECRET_NAMES`."""
+    return {name: value for name, value in os.environ.items() if name not in SECRET_NAMES}
+
+
 @dataclass
 class ToolContext:
     cwd: Path
     """The session's working directory, the sandbox root: every path a tool touches must be inside it."""
-    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    env: dict[str, str] = field(default_factory=tool_environment)
     cancel: CancelToken | None = None
     """Cancelled when the turn is (or, per call, when the call times out); tools that start
     processes kill them then, the others stop at their next `checkpoint()`."""
