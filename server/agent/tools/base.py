@@ -51,9 +51,7 @@ def inside(root: Path, real: Path) -> bool:
     return real == root or root in real.parents
 
 
-SECRET_NAMES = frozenset(
-    {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "SESSION_LSP_TOKEN"}
-)
+SECRET_NAMES = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "SESSION_LSP_TOKEN"})
 """Credentials of the model provider and of this server: a command the model runs has no use for them, and a
 prompt injected through a file it read could send them away."""
 
