@@ -93,6 +93,7 @@ class ClaudeCliProvider:
         """The CLI runs the whole turn (and picks the resumed session's model itself): `steps` is unused."""
         projects = Path(request.projects_dir or default_projects_dir()).expanduser()
         env = dict(self.env)
+        env.pop("SESSION_LSP_TOKEN", None)  # the CLI's own tools have no use for this server's secret
         if request.projects_dir is not None:
             env["CLAUDE_CONFIG_DIR"] = str(projects.parent)
         cwd, session_id, before = self._target(request, projects)
