@@ -12,7 +12,7 @@ import re
 import socket
 import subprocess
 import sys
-import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ def _initialize(token: str | None, msg_id: int = 1) -> bytes:
 def _answer(conn: socket.socket, msg_id: int, timeout: float = 30) -> dict[str, Any] | None:
     """The response with `msg_id`, or None when the connection closes first."""
     conn.settimeout(timeout)
-    buf = b""
+    buf = _unread.pop(conn, b"")
     while True:
         while b"\r\n\r\n" in buf:
             head, _, rest = buf.partition(b"\r\n\r\n")
@@ -49,11 +49,16 @@ def _answer(conn: socket.socket, msg_id: int, timeout: float = 30) -> dict[str, 
                 break
             message, buf = json.loads(rest[:n]), rest[n:]
             if message.get("id") == msg_id:
+                _unread[conn] = buf
                 return message  # type: ignore[no-any-return]
         data = conn.recv(65536)
         if not data:
             return None
         buf += data
+
+
+_unread: weakref.WeakKeyDictionary[socket.socket, bytes] = weakref.WeakKeyDictionary()
+"""Bytes received after the answer `_answer` returned, by socket."""
 
 
 def _closed(conn: socket.socket) -> bool:
@@ -142,15 +147,51 @@ def test_one_editor_only_a_second_connection_is_refused(served: Any) -> None:
     proc.wait(15)
 
 
-def test_a_silent_connection_keeps_the_editor_out_for_a_while_only(served: Any) -> None:
+def _still_open(conn: socket.socket) -> bool:
+    conn.setblocking(False)
+    try:
+        return conn.recv(1) != b""  # data would be a surprise too
+    except BlockingIOError:
+        return True
+    finally:
+        conn.setblocking(True)
+
+
+def test_a_silent_connection_does_not_keep_the_editor_waiting(served: Any) -> None:
     proc, port = served
-    silent = _connect(port)
-    silent.sendall(b"Content-Len")  # and nothing more
-    start = time.monotonic()
-    assert len(_editor_session(port)) == 3
-    assert time.monotonic() - start < AUTH_TIMEOUT_S + 20  # not for ever: the silent one is dropped
-    assert _closed(silent)
+    silent = [_connect(port) for _ in range(3)]
+    for conn in silent:
+        conn.sendall(b"Content-Len")  # and nothing more
+    editor = _connect(port)
+    editor.sendall(_initialize(TOKEN))
+    assert _answer(editor, 1) is not None
+    assert all(_still_open(conn) for conn in silent)  # served while they were still being waited for
+    editor.sendall(
+        _frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        + _frame({"jsonrpc": "2.0", "id": 2, "method": "sessions/list", "params": {}})
+    )
+    listed = _answer(editor, 2)
+    assert listed is not None and len(listed["result"]["sessions"]) == 3
+    assert all(_closed(conn) for conn in silent)  # dropped at their deadline
+    editor.sendall(_frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
+    assert _answer(editor, 3) is not None
+    editor.sendall(_frame({"jsonrpc": "2.0", "method": "exit"}))
     assert proc.wait(10) == 0
+
+
+def test_what_a_client_sends_on_without_waiting_is_served(served: Any) -> None:
+    proc, port = served
+    editor = _connect(port)
+    editor.sendall(
+        _initialize(TOKEN)
+        + _frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        + _frame({"jsonrpc": "2.0", "id": 2, "method": "sessions/list", "params": {}})
+    )
+    assert _answer(editor, 1) is not None
+    listed = _answer(editor, 2)
+    assert listed is not None and len(listed["result"]["sessions"]) == 3
+    editor.close()
+    proc.wait(15)
 
 
 def test_tcp_listens_on_loopback_only(tmp_path: Path) -> None:

@@ -11,16 +11,19 @@ framing, the process ends with it). The token is taken out of the options before
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import io
 import ipaddress
 import json
 import logging
 import os
+import queue
 import secrets
 import socket
 import stat
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,10 @@ AUTH_TIMEOUT_S = 10.0
 """How long a new connection has to send its whole `initialize`."""
 FIRST_FRAME_MAX = 1024 * 1024
 """The largest first frame (headers and body) a connection may send before it is authenticated."""
+PENDING_MAX = 16
+"""Connections checked at once; more are closed at once."""
+POLL_S = 0.1
+"""How often the listener looks for a connection that authenticated."""
 TOKEN_MIN = 16
 """The shortest token accepted from the environment or a token file."""
 TOKEN_ENV = "SESSION_LSP_TOKEN"
@@ -110,7 +117,9 @@ class Connection:
 
 
 def accept_editor(host: str, port: int, token: str, told: str) -> Connection:
-    """Listen on `host:port` until one connection authenticates; close the port and return that connection."""
+    """Listen on `host:port` until one connection authenticates; close the port and return that connection.
+    Connections are checked side by side (at most `PENDING_MAX` at once), so one that stays silent does not keep
+    the editor waiting behind it."""
     listener = socket.create_server((host, port), family=_family(host, port))
     name = listener.getsockname()
     print(
@@ -118,21 +127,44 @@ def accept_editor(host: str, port: int, token: str, told: str) -> Connection:
         file=sys.stderr,
         flush=True,
     )
+    admitted: queue.SimpleQueue[Connection] = queue.SimpleQueue()
+    pending = threading.BoundedSemaphore(PENDING_MAX)
+    chosen = threading.Event()
+
+    def check(conn: socket.socket, peer: Any) -> None:
+        try:
+            first = _authenticate(conn, token)
+        except Refused as exc:
+            log.warning("refused a connection from %s: %s", peer, exc)
+            _refuse(conn, exc)
+        except OSError as exc:
+            log.warning("a connection from %s failed before it authenticated: %s", peer, exc)
+            conn.close()
+        else:
+            if chosen.is_set():
+                _refuse(conn, Refused("another editor is already connected"))
+            else:
+                chosen.set()
+                admitted.put(Connection(conn, first))
+        finally:
+            pending.release()
+
     with listener:
+        listener.settimeout(POLL_S)
         while True:
-            conn, peer = listener.accept()
+            with contextlib.suppress(queue.Empty):
+                editor = admitted.get_nowait()
+                editor.socket.settimeout(None)
+                return editor
             try:
-                first = _authenticate(conn, token)
-            except Refused as exc:
-                log.warning("refused a connection from %s: %s", peer, exc)
-                _refuse(conn, exc)
+                conn, peer = listener.accept()
+            except TimeoutError:
                 continue
-            except OSError as exc:
-                log.warning("a connection from %s failed before it authenticated: %s", peer, exc)
+            if not pending.acquire(blocking=False):
+                log.warning("refused a connection from %s: %d others are being checked", peer, PENDING_MAX)
                 conn.close()
                 continue
-            conn.settimeout(None)
-            return Connection(conn, first)
+            threading.Thread(target=check, args=(conn, peer), name="tcp-check", daemon=True).start()
 
 
 def _family(host: str, port: int) -> socket.AddressFamily:
@@ -140,7 +172,8 @@ def _family(host: str, port: int) -> socket.AddressFamily:
 
 
 def _authenticate(conn: socket.socket, token: str) -> bytes:
-    """Read the first frame within the deadline and check it; return it, token removed, as a frame again."""
+    """Read the first frame within the deadline and check it; return it, token removed, as a frame again, with
+    any bytes received after it."""
     deadline = time.monotonic() + AUTH_TIMEOUT_S
     buf = b""
     while b"\r\n\r\n" not in buf:
@@ -155,8 +188,7 @@ def _authenticate(conn: socket.socket, token: str) -> bytes:
         raise Refused("the first frame has no usable Content-Length")
     while len(body) < length:
         body += _recv(conn, deadline, len(head) + len(body))
-    if len(body) > length:
-        raise Refused("bytes after the first frame before it was answered")
+    body, after = body[:length], body[length:]  # what a client sent on without waiting is served next
     try:
         message = json.loads(body)
     except ValueError as exc:
@@ -170,7 +202,7 @@ def _authenticate(conn: socket.socket, token: str) -> bytes:
     if not isinstance(sent, str) or not hmac.compare_digest(sent.encode(), token.encode()):
         raise Refused("initializationOptions.token is missing or wrong", msg_id)
     out = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n%s" % (len(out), out)
+    return b"Content-Length: %d\r\n\r\n%s" % (len(out), out) + after
 
 
 def _recv(conn: socket.socket, deadline: float, have: int) -> bytes:
