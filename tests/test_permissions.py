@@ -156,3 +156,16 @@ async def test_allowed_up_front_is_not_asked(client: LanguageClient, work: dict[
     out = await turn(client, work, "BASH echo ok > up-front.txt", tools=["Bash"])
     assert client.asked == [] and (work["cwd"] / "up-front.txt").exists()  # type: ignore[attr-defined]
     assert out["stopReason"] == "end_turn"
+
+
+async def test_the_prompt_shows_what_a_command_hides(client: LanguageClient, work: dict[str, Path]) -> None:
+    """A command that would read as another in a dialog (a right-to-left override, a run of spaces pushing the
+    rest away, more than the dialog shows) is previewed with all of that written out."""
+    client.answers[:] = ["deny"]  # type: ignore[attr-defined]
+    command = "echo safe" + " " * 40 + "\u202e; touch pwned\u200b #" + "x" * 4000
+    await turn(client, work, f"BASH {command}")
+    shown = client.asked[0]["preview"]  # type: ignore[attr-defined]
+    assert shown.startswith(f"[{len(command) - 40 + len('⟨40 blanks⟩') + 14:,} characters; the first 3,000 are shown")
+    assert "echo safe⟨40 blanks⟩⟨U+202E⟩; touch pwned⟨U+200B⟩ #" in shown
+    assert "\u202e" not in shown and "\u200b" not in shown and len(shown) < 4000  # the editors cut at 4000
+    assert not (work["cwd"] / "pwned").exists()

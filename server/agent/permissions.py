@@ -12,6 +12,7 @@ denied call and those after it get the CLI's rejected result, then
 from __future__ import annotations
 
 import threading
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -44,19 +45,57 @@ class PermissionAsk:
 Ask = Callable[[PermissionAsk], Decision]
 
 
+PREVIEW_MAX = 3000
+"""Characters of a preview shown; a longer one says how much more will run (the editors cut at 4000)."""
+SPACE_RUN = 8
+"""Spaces or tabs in a row shown as a count instead: a long run could push the rest of a line out of sight."""
+
+
 def preview(tool: str, tool_input: dict[str, Any]) -> str:
-    """What the person is asked about: the command, or the edit as a small diff."""
+    """What the person is asked about: the command, or the edit as a small diff; every character that would not
+    show, or would show as something else, made visible (`visible`), and a cut said at its start."""
     if tool == "Bash":
-        return str(tool_input.get("command", ""))
-    if tool == "Write":
-        return f"write {tool_input.get('file_path')}:\n" + "".join(
+        text = str(tool_input.get("command", ""))
+    elif tool == "Write":
+        text = f"write {tool_input.get('file_path')}:\n" + "".join(
             f"+{line}\n" for line in str(tool_input.get("content", "")).splitlines()
         )
-    if tool == "Edit":
+    elif tool == "Edit":
         old = "".join(f"-{line}\n" for line in str(tool_input.get("old_string", "")).splitlines())
         new = "".join(f"+{line}\n" for line in str(tool_input.get("new_string", "")).splitlines())
-        return f"edit {tool_input.get('file_path')}:\n{old}{new}"
-    return str(tool_input)
+        text = f"edit {tool_input.get('file_path')}:\n{old}{new}"
+    else:
+        text = str(tool_input)
+    shown = visible(text)
+    if len(shown) <= PREVIEW_MAX:
+        return shown
+    return f"[{len(shown):,} characters; the first {PREVIEW_MAX:,} are shown, allowing runs all of them]\n" + (
+        shown[:PREVIEW_MAX] + "\n…"
+    )
+
+
+def visible(text: str) -> str:
+    """`text` with what a dialog would hide, or draw as something else, written out as `⟨U+XXXX⟩`: control
+    characters but the newline, format characters (bidirectional overrides and zero-width spaces make a command
+    read as another), separators but the plain space (a no-break space is not one to the shell), private and
+    unassigned code points; and runs of `SPACE_RUN` or more spaces or tabs as `⟨N blanks⟩`."""
+    out: list[str] = []
+    run = ""
+    for ch in text:
+        if ch in " \t":
+            run += ch
+            continue
+        if run:
+            out.append(_blanks(run))
+            run = ""
+        out.append(ch if ch == "\n" or unicodedata.category(ch)[0] not in "CZ" else f"⟨U+{ord(ch):04X}⟩")
+    if run:
+        out.append(_blanks(run))
+    return "".join(out)
+
+
+def _blanks(run: str) -> str:
+    return f"⟨{len(run)} blanks⟩" if len(run) >= SPACE_RUN else run
 
 
 @dataclass
