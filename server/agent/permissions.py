@@ -48,54 +48,60 @@ Ask = Callable[[PermissionAsk], Decision]
 PREVIEW_MAX = 3000
 """Characters of a preview shown; a longer one says how much more will run (the editors cut at 4000)."""
 SPACE_RUN = 8
-"""Spaces or tabs in a row shown as a count instead: a long run could push the rest of a line out of sight."""
+"""Spaces or tabs in a row after a line's first other character shown as a count instead: a long run could push the
+rest of the line out of sight. Indentation is shown as it is, unless longer than `INDENT_MAX`."""
+INDENT_MAX = 64
 
 
 def preview(tool: str, tool_input: dict[str, Any]) -> str:
     """What the person is asked about: the command, or the edit as a small diff; every character that would not
     show, or would show as something else, made visible (`visible`), and a cut said at its start."""
     if tool == "Bash":
-        text = str(tool_input.get("command", ""))
+        shown = visible(str(tool_input.get("command", "")))
     elif tool == "Write":
-        text = f"write {tool_input.get('file_path')}:\n" + "".join(
-            f"+{line}\n" for line in str(tool_input.get("content", "")).splitlines()
-        )
+        shown = f"write {visible(str(tool_input.get('file_path')))}:\n" + _lines("+", tool_input.get("content"))
     elif tool == "Edit":
-        old = "".join(f"-{line}\n" for line in str(tool_input.get("old_string", "")).splitlines())
-        new = "".join(f"+{line}\n" for line in str(tool_input.get("new_string", "")).splitlines())
-        text = f"edit {tool_input.get('file_path')}:\n{old}{new}"
+        old, new = _lines("-", tool_input.get("old_string")), _lines("+", tool_input.get("new_string"))
+        shown = f"edit {visible(str(tool_input.get('file_path')))}:\n{old}{new}"
     else:
-        text = str(tool_input)
-    shown = visible(text)
+        shown = visible(str(tool_input))
     if len(shown) <= PREVIEW_MAX:
         return shown
-    return f"[{len(shown):,} characters; the first {PREVIEW_MAX:,} are shown, allowing runs all of them]\n" + (
+    return f"[{len(shown):,} characters; the first {PREVIEW_MAX:,} are shown; an answer holds for all of them]\n" + (
         shown[:PREVIEW_MAX] + "\n…"
     )
+
+
+def _lines(mark: str, text: Any) -> str:
+    """Each line of `text` made visible, after `mark` (a diff's + or -)."""
+    shown = visible(str(text or ""))
+    return "".join(f"{mark}{line}\n" for line in shown.removesuffix("\n").split("\n")) if shown else ""
 
 
 def visible(text: str) -> str:
     """`text` with what a dialog would hide, or draw as something else, written out as `⟨U+XXXX⟩`: control
     characters but the newline, format characters (bidirectional overrides and zero-width spaces make a command
     read as another), separators but the plain space (a no-break space is not one to the shell), private and
-    unassigned code points; and runs of `SPACE_RUN` or more spaces or tabs as `⟨N blanks⟩`."""
+    unassigned code points; and long runs of spaces or tabs as `⟨N blanks⟩` (`SPACE_RUN`, `INDENT_MAX`)."""
     out: list[str] = []
     run = ""
+    line_start = True
     for ch in text:
         if ch in " \t":
             run += ch
             continue
         if run:
-            out.append(_blanks(run))
+            out.append(_blanks(run, line_start))
             run = ""
+        line_start = ch == "\n"
         out.append(ch if ch == "\n" or unicodedata.category(ch)[0] not in "CZ" else f"⟨U+{ord(ch):04X}⟩")
     if run:
-        out.append(_blanks(run))
+        out.append(_blanks(run, line_start))
     return "".join(out)
 
 
-def _blanks(run: str) -> str:
-    return f"⟨{len(run)} blanks⟩" if len(run) >= SPACE_RUN else run
+def _blanks(run: str, indent: bool) -> str:
+    return f"⟨{len(run)} blanks⟩" if len(run) > (INDENT_MAX if indent else SPACE_RUN - 1) else run
 
 
 @dataclass
