@@ -3,6 +3,10 @@
 The projects folder may not exist yet, or be deleted and made again while we serve: the watch is
 then armed on its nearest existing parent, and when the folder is back (checked on every event and
 every `recheck` seconds) it is watched again and read in full, and the change says so (`root`).
+
+When the system's inotify limits leave the native observer unable to start, or unable to watch every folder
+(`server.index.watchcover`, checked after the first scan and every `COVER_CHECK_S` seconds), the watcher polls
+instead, reads everything once more, and says why through `on_fallback`.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserverVFS
 
 from server.index.store import ChangeSet, ProjectIndex, norm
+from server.index.watchcover import limit_reason, uncovered
 
 PATTERNS = ["**/*.jsonl", "**/*.meta.json"]
 """watchdog 7 matches the whole path (`PurePath.full_match`), hence the `**/`."""
@@ -51,6 +56,8 @@ CHANGES = [
 ]
 """The events asked for: every change, and not a file opened or closed unwritten (each read of a transcript,
 ours included, would be two events for the observer's threads to match and drop)."""
+COVER_CHECK_S = 60.0
+"""How often the native watcher's coverage of the folders is checked again (new folders may find no watch left)."""
 
 
 class _Hints(PatternMatchingEventHandler):
@@ -117,15 +124,19 @@ class IndexWatcher:
         debounce: float = 0.2,
         poll_interval: float = 1.0,
         recheck: float = 0.5,
+        on_fallback: Callable[[str], None] | None = None,
     ) -> None:
         self.index = index
         self.on_change = on_change
+        self.on_fallback = on_fallback
         self.debounce = debounce
         self.recheck = recheck
-        # polling takes a link as what it is (`lstat`): its default `stat` walked through a link to `/` or `/proc`
-        self._observer = (
-            PollingObserverVFS(os.lstat, os.scandir, polling_interval=poll_interval) if polling else Observer()
-        )
+        self.poll_interval = poll_interval
+        self.fallback: str | None = None
+        """Why the watcher polls although native events were asked for (an inotify limit), if it does."""
+        self.polling = polling
+        self._observer = self._polling_observer() if polling else self._native_observer()
+        self._next_cover_check = 0.0
         self._watch: Any = None
         self._armed: Path | None = None
         """The folder watched: the projects folder, or its nearest existing parent while it is missing."""
@@ -138,13 +149,74 @@ class IndexWatcher:
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="index-watcher", daemon=True)
 
+    def _polling_observer(self) -> Any:
+        # polling takes a link as what it is (`lstat`): its default `stat` walked through a link to `/` or `/proc`
+        return PollingObserverVFS(os.lstat, os.scandir, polling_interval=self.poll_interval)
+
+    def _native_observer(self) -> Any:
+        try:
+            return Observer()
+        except OSError as exc:
+            reason = limit_reason(exc)
+            if reason is None:
+                raise
+            self.polling = True
+            self._note_fallback(reason)
+            return self._polling_observer()
+
+    def _note_fallback(self, reason: str) -> None:
+        self.fallback = reason
+        log.warning("%s: polling the projects folder every %g s instead", reason, self.poll_interval)
+        if self.on_fallback is not None:
+            try:
+                self.on_fallback(reason)
+            except Exception:  # the watcher must survive a failing callback
+                log.exception("on_fallback failed")
+
+    def _poll_instead(self, reason: str) -> None:
+        """Replace the native observer by a polling one; the caller reads everything again."""
+        old = self._observer
+        self.polling = True
+        self._watch = None
+        self._observer = self._polling_observer()
+        with contextlib.suppress(Exception):
+            old.stop()
+        self._arm()
+        self._observer.start()
+        self._note_fallback(reason)
+
     def start(self, scan: bool = True, progress: Callable[[int, int], None] | None = None) -> None:
         """Start observing, then (by default) scan: nothing written during the scan is missed."""
         self._arm()
-        self._observer.start()
+        try:
+            self._observer.start()
+        except OSError as exc:  # the native observer adds its watches as it starts
+            reason = limit_reason(exc)
+            if reason is None or self.polling:
+                raise
+            self._poll_instead(reason)
         if scan:
             self.index.scan(progress)
+        if self._check_cover():
+            self.check_root(notify=False, force=True)  # what changed in a folder left unwatched while it scanned
         self._thread.start()
+
+    def _check_cover(self) -> bool:
+        """Poll instead when the native observer watches fewer folders than there are; whether it switched."""
+        self._next_cover_check = time.monotonic() + COVER_CHECK_S
+        if self.polling or self._armed != self.index.projects_dir or self._root_id is None:
+            return False
+        short = uncovered(self.index.projects_dir)
+        if short is not None:
+            time.sleep(0.2)  # a folder made or removed while counting: count again before deciding
+            short = uncovered(self.index.projects_dir)
+        if short is None:
+            return False
+        watched, folders = short
+        self._poll_instead(
+            f"the inotify watch limit is reached (fs.inotify.max_user_watches): {watched} of {folders} folders watched"
+        )
+        return True
 
     @property
     def watching(self) -> Path | None:
@@ -163,8 +235,12 @@ class IndexWatcher:
         handler = _Hints(self._hint) if target == root else _Wake(self._wake)
         try:
             self._watch = self._observer.schedule(handler, str(target), recursive=target == root, event_filter=CHANGES)
-        except OSError as exc:  # gone again between the check and the watch: the next recheck retries
-            log.debug("cannot watch %s: %s", target, exc)
+        except OSError as exc:
+            reason = limit_reason(exc)
+            if reason is not None and not self.polling:
+                self._poll_instead(reason)
+                return
+            log.debug("cannot watch %s: %s", target, exc)  # gone again since the check: the next recheck retries
             self._watch, self._root_id = None, None
         self._armed = target
 
@@ -273,7 +349,10 @@ class IndexWatcher:
                 idle = not self._pending
             if idle:
                 try:
-                    self.check_root()
+                    if time.monotonic() >= self._next_cover_check and self._check_cover():
+                        self.check_root(force=True)  # read everything again: events may have been missed
+                    else:
+                        self.check_root()
                 except Exception:  # the watcher must outlive anything the file system does
                     log.exception("re-arming the watcher failed")
                 continue

@@ -462,6 +462,14 @@ class SessionServer(LanguageServer):
                     lsp.PublishDiagnosticsParams(uri=uri, diagnostics=self.lsp_diagnostics(path))
                 )
 
+    def watch_fallback(self, reason: str) -> None:
+        """The watcher polls because of an inotify limit: tell the person once, with what to change."""
+        message = (
+            f"session-lsp: {reason}; the projects folder is polled every second instead, which costs more. Raise the "
+            "limit (e.g. sudo sysctl fs.inotify.max_user_watches=524288) and restart the server."
+        )
+        self.protocol.notify("window/showMessage", lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))
+
     def on_index_change(self, change: Any) -> None:
         with self._lock:
             self.generation += 1
@@ -560,7 +568,9 @@ def _initial_scan(ls: SessionServer) -> None:
             if ls.options.watch:  # also when the folder is missing: the watcher waits for it
                 from server.index.watcher import IndexWatcher
 
-                watcher = IndexWatcher(ls.index, ls.on_index_change, polling=ls.options.polling)
+                watcher = IndexWatcher(
+                    ls.index, ls.on_index_change, polling=ls.options.polling, on_fallback=ls.watch_fallback
+                )
                 watcher.start(scan=True, progress=progress)  # observes first, then scans
                 ls.watcher = watcher
             elif ls.projects_dir.is_dir():
