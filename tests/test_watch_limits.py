@@ -9,7 +9,6 @@ instance; it must still see a session written after it started, and say why it i
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import subprocess
@@ -34,8 +33,28 @@ print(len(held), flush=True)
 sys.stdin.read()
 """
 
+WATCH_HOG = """
+import ctypes, os, sys
+libc = ctypes.CDLL("libc.so.6", use_errno=True)
+fd = libc.inotify_init1(os.O_CLOEXEC)
+base, spare = sys.argv[1], int(sys.argv[2])
+wds = []
+while True:
+    path = os.path.join(base, str(len(wds)))
+    os.mkdir(path)
+    wd = libc.inotify_add_watch(fd, path.encode(), 0x100)
+    if wd < 0:
+        break
+    wds.append(wd)
+for wd in wds[:spare]:  # leave exactly `spare` watches for the server
+    libc.inotify_rm_watch(fd, wd)
+print(len(wds), flush=True)
+sys.stdin.read()
+"""
+
 SID1 = "11111111-1111-4111-8111-111111111111"
 SID2 = "22222222-2222-4222-8222-222222222222"
+SID3 = "33333333-3333-4333-8333-333333333333"
 
 
 def _session(sid: str, text: str) -> bytes:
@@ -87,6 +106,48 @@ def test_no_inotify_instance_left_the_server_polls(shared: Path) -> None:
             assert sorted(s["sessionId"] for s in got) == [SID1, SID2]
             shown = [n for n in server.notifications if n["method"] == "window/showMessage"]
             assert any("max_user_instances" in n["params"]["message"] for n in shown), shown
+    finally:
+        hog.kill()
+        hog.wait()
+
+
+def test_too_few_watches_for_every_folder_the_server_polls(shared: Path) -> None:
+    """Two watches left: the projects folder and one project folder are watched, the other is not (watchdog leaves
+    it out silently); a session written there later must still be indexed."""
+    home = shared / "home"
+    projects = home / ".claude" / "projects"
+    for name in ("-a", "-b"):
+        (projects / name).mkdir(parents=True)
+    (projects / "-a" / f"{SID1}.jsonl").write_bytes(_session(SID1, "first"))
+    holes = shared / "holes"
+    holes.mkdir()
+    give(home)
+    give(holes)
+    python = cli_command()[:-2]
+    hog = subprocess.Popen(
+        [*python, "-c", WATCH_HOG, str(holes), "2"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=cli_env(home)
+    )
+    try:
+        assert hog.stdout is not None
+        assert int(hog.stdout.readline()) > 0
+        with RawServer(env=cli_env(home), command=cli_command()) as server:
+            server.initialize(projects)
+            assert [s["sessionId"] for s in server.call("sessions/list", {})["result"]["sessions"]] == [SID1]
+            for name in ("-a", "-b"):  # whichever of the two folders watchdog left out
+                later = projects / name / f"{SID2 if name == '-a' else SID3}.jsonl"
+                later.write_bytes(_session(SID2 if name == "-a" else SID3, "later") + b"{not json\n")
+                os.chown(later, NOBODY, NOBODY)
+            deadline = time.monotonic() + 30
+            while True:
+                report = server.call("workspace/diagnostic", {"previousResultIds": []})["result"]
+                damaged = {item["uri"].rsplit("/", 1)[1] for item in report["items"] if any(
+                    d["code"] == "invalid-json" for d in item["items"])}  # fmt: skip
+                if damaged == {f"{SID2}.jsonl", f"{SID3}.jsonl"}:
+                    break
+                assert time.monotonic() < deadline, f"indexed only {damaged}; stderr {server.stderr[-1500:]!r}"
+                time.sleep(0.5)
+            shown = [n for n in server.notifications if n["method"] == "window/showMessage"]
+            assert any("max_user_watches" in n["params"]["message"] for n in shown), shown
     finally:
         hog.kill()
         hog.wait()
