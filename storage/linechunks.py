@@ -16,12 +16,13 @@ from typing import BinaryIO
 class WholeLines:
     """Iterate to get the pieces of `fh` from where it stands, each a run of whole lines ending with a newline
     (the first one starting with `carry`, the unfinished line a previous read left); then `rest` is what follows
-    the last newline (b"" when the file ends with one)."""
+    the last newline (b"" when the file ends with one, and always b"" unless `keep_rest`)."""
 
-    def __init__(self, fh: BinaryIO, chunk: int, carry: bytes = b"") -> None:
+    def __init__(self, fh: BinaryIO, chunk: int, carry: bytes = b"", *, keep_rest: bool = True) -> None:
         self.fh = fh
         self.chunk = chunk
         self.rest = carry
+        self.keep_rest = keep_rest
 
     def __iter__(self) -> Iterator[bytes]:
         parts = [self.rest] if self.rest else []
@@ -40,4 +41,4 @@ class WholeLines:
             if cut < len(block):
                 parts.append(block[cut:])
             yield piece
-        self.rest = b"".join(parts)
+        self.rest = b"".join(parts) if self.keep_rest else b""

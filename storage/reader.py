@@ -15,6 +15,7 @@ import orjson
 
 from storage.fileopen import open_regular
 from storage.jsonline import BOM, loads_line
+from storage.linechunks import WholeLines
 from storage.linkdecode import row_from_line
 from storage.rows import CHAIN_TYPES, Row, row_from_entry
 
@@ -124,12 +125,11 @@ def read_transcript(
     loads, decode_error, make_row, fast_row = orjson.loads, orjson.JSONDecodeError, row_from_entry, row_from_line
     offsets_append = line_offsets.append if line_offsets is not None else None
     line_no = state.line
+    start = state.offset - len(state.tail)
     with open_regular(path) as fh:
         fh.seek(state.offset)
-        pending = state.tail
-        start = state.offset - len(pending)
-        while chunk := fh.read(CHUNK):
-            buf = pending + chunk if pending else chunk
+        lines = WholeLines(fh, CHUNK, state.tail)
+        for buf in lines:  # whole lines only: an unfinished one is in `lines.rest` at the end
             view, find, pos = memoryview(buf), buf.find, 0
             all_utf8 = buf.isascii() or _lines_utf8(buf, view)  # else each fast row is checked: bad UTF-8 gets its hint
             while (nl := find(b"\n", pos)) >= 0:  # the hot loop: one parse and one Row per line, nothing else
@@ -168,7 +168,7 @@ def read_transcript(
                 start += len(raw) + 1
                 line_no += 1
                 pos = nl + 1
-            pending = buf[pos:]
+        pending = lines.rest
     end = ReadState(start, line_no, b"")
     if pending:
         if offsets_append is not None:
