@@ -20,6 +20,9 @@ from storage.linkdecode import row_from_line
 from storage.rows import CHAIN_TYPES, Row, row_from_entry
 
 CHUNK = 8 * 1024 * 1024
+MAX_TAIL = 1024 * 1024
+"""An unfinished last line longer than this is not kept in the read state (which the index keeps in memory and in
+its database): the next read starts at its first byte and reads it again from the file."""
 UTF8_PIECE = 1024 * 1024
 """UTF-8 is checked this many bytes at a time (cut at a newline): faster than line by line or a whole chunk."""
 NO_UUID = ""
@@ -173,7 +176,7 @@ def read_transcript(
     if pending:
         if offsets_append is not None:
             offsets_append(start)
-        end = ReadState(start + len(pending), line_no, pending)
+        end = ReadState(start + len(pending), line_no, pending) if len(pending) <= MAX_TAIL else end
         parsed = parse_line(pending, line_no, start, result.notes)
         if isinstance(parsed, Row):
             rows.append(parsed)
