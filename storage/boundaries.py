@@ -11,6 +11,7 @@ from pathlib import Path
 
 from storage.fileopen import open_regular
 from storage.jsonline import loads_line
+from storage.linechunks import WholeLines
 
 MARKER = b'"compact_boundary"'
 CHUNK = 16 * 1024 * 1024
@@ -46,16 +47,10 @@ def scan_boundaries(path: Path, start: int = 0) -> tuple[list[str], int]:
     """The compact boundaries' uuids in the whole lines of `path` from byte `start`, and the offset after
     the last whole line (an unfinished last line is left for the next scan). Raises OSError."""
     found: list[str] = []
-    offset, carry = start, b""
+    offset = start
     with open_regular(path) as fh:
         fh.seek(start)
-        while block := fh.read(CHUNK):
-            buf = carry + block
-            cut = buf.rfind(b"\n") + 1
-            if not cut:
-                carry = buf
-                continue
-            found.extend(boundaries_in(buf[:cut]))
-            offset += cut
-            carry = buf[cut:]
+        for buf in WholeLines(fh, CHUNK, keep_rest=False):
+            found.extend(boundaries_in(buf))
+            offset += len(buf)
     return found, offset

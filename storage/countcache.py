@@ -18,6 +18,7 @@ from pathlib import Path
 
 from storage.cache import cache_dir, load_json_dict, save_json
 from storage.fileopen import open_regular
+from storage.linechunks import WholeLines
 
 MARKERS = (b'"type":"user"', b'"type":"assistant"')
 SPACED_MARKER = re.compile(rb'"type"(?:[ \t\r]+:[ \t\r]*|:[ \t\r]+)"(?:user|assistant)"')
@@ -60,18 +61,12 @@ def count_range(path: Path, start: int, data: bytes | None = None) -> tuple[int,
     if data is not None:
         end = data.rfind(b"\n") + 1
         return (_markers(data[start:end]), end) if end > start else (0, start)
-    total, offset, carry = 0, start, b""
+    total, offset = 0, start
     with open_regular(path) as fh:
         fh.seek(start)
-        while block := fh.read(CHUNK):
-            buf = carry + block
-            cut = buf.rfind(b"\n") + 1
-            if cut:
-                total += _markers(buf[:cut])
-                offset += cut
-                carry = buf[cut:]
-            else:
-                carry = buf
+        for buf in WholeLines(fh, CHUNK, keep_rest=False):
+            total += _markers(buf)
+            offset += len(buf)
     return total, offset
 
 

@@ -15,10 +15,14 @@ import orjson
 
 from storage.fileopen import open_regular
 from storage.jsonline import BOM, loads_line
+from storage.linechunks import WholeLines
 from storage.linkdecode import row_from_line
 from storage.rows import CHAIN_TYPES, Row, row_from_entry
 
 CHUNK = 8 * 1024 * 1024
+MAX_TAIL = 1024 * 1024
+"""An unfinished last line longer than this is not kept in the read state (which the index keeps in memory and in
+its database): the next read starts at its first byte and reads it again from the file."""
 UTF8_PIECE = 1024 * 1024
 """UTF-8 is checked this many bytes at a time (cut at a newline): faster than line by line or a whole chunk."""
 NO_UUID = ""
@@ -124,12 +128,11 @@ def read_transcript(
     loads, decode_error, make_row, fast_row = orjson.loads, orjson.JSONDecodeError, row_from_entry, row_from_line
     offsets_append = line_offsets.append if line_offsets is not None else None
     line_no = state.line
+    start = state.offset - len(state.tail)
     with open_regular(path) as fh:
         fh.seek(state.offset)
-        pending = state.tail
-        start = state.offset - len(pending)
-        while chunk := fh.read(CHUNK):
-            buf = pending + chunk if pending else chunk
+        lines = WholeLines(fh, CHUNK, state.tail)
+        for buf in lines:  # whole lines only: an unfinished one is in `lines.rest` at the end
             view, find, pos = memoryview(buf), buf.find, 0
             all_utf8 = buf.isascii() or _lines_utf8(buf, view)  # else each fast row is checked: bad UTF-8 gets its hint
             while (nl := find(b"\n", pos)) >= 0:  # the hot loop: one parse and one Row per line, nothing else
@@ -168,12 +171,12 @@ def read_transcript(
                 start += len(raw) + 1
                 line_no += 1
                 pos = nl + 1
-            pending = buf[pos:]
+        pending = lines.rest
     end = ReadState(start, line_no, b"")
     if pending:
         if offsets_append is not None:
             offsets_append(start)
-        end = ReadState(start + len(pending), line_no, pending)
+        end = ReadState(start + len(pending), line_no, pending) if len(pending) <= MAX_TAIL else end
         parsed = parse_line(pending, line_no, start, result.notes)
         if isinstance(parsed, Row):
             rows.append(parsed)

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import orjson
 
 from storage.fileopen import open_regular
+from storage.linechunks import WholeLines
 from storage.paths import iter_project_dirs, iter_session_files, legacy_agent_files, subagent_files
 from storage.prices import one_hour_writes, response_cost
 
@@ -153,24 +154,19 @@ def assistant_lines(path: Path, start: int = 0) -> tuple[list[tuple[int, bytes]]
     """From byte `start`: the (byte offset, bytes) of the whole lines holding the assistant marker, the
     offset after the last whole line, and the unterminated tail (if any). Other lines are not parsed."""
     found: list[tuple[int, bytes]] = []
-    pending = b""
     base = start  # file offset of buf[0]
     with open_regular(path) as fh:
         fh.seek(start)
-        while chunk := fh.read(CHUNK):
-            buf = pending + chunk if pending else chunk
+        lines = WholeLines(fh, CHUNK)
+        for buf in lines:  # whole lines only
             pos = 0
             while (at := buf.find(ASSISTANT_MARKER, pos)) >= 0:
                 begin = buf.rfind(b"\n", 0, at) + 1
                 end = buf.find(b"\n", at)
-                if end < 0:
-                    break
                 found.append((base + begin, buf[begin:end]))
                 pos = end + 1
-            pos = max(pos, buf.rfind(b"\n") + 1)
-            base += pos
-            pending = buf[pos:]
-    return found, base, pending
+            base += len(buf)
+    return found, base, lines.rest
 
 
 def responses_of_lines(

@@ -11,6 +11,7 @@ its other name may be outside the root.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -127,6 +128,32 @@ class ToolContext:
             os.close(fd)
             raise
         return fd
+
+    def make_folders(self, folder: Path) -> None:
+        """Make `folder` (a real path inside the root) and every folder missing on the way, one at a time, each in
+        its parent's open descriptor from the root down, following no link: a folder on the way swapped for a
+        link after the check stops it (a folder is never made where the link leads)."""
+        try:
+            names = folder.relative_to(self.root).parts
+        except ValueError:
+            raise ToolError(f"{folder} is outside the working directory {self.root}; access denied") from None
+        fd = self.open_dir(self.root)
+        try:
+            for name in names:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o777, dir_fd=fd)
+                try:
+                    below = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise ToolError(
+                            f"{folder}: {name} on the way is a symbolic link or not a folder; access denied"
+                        ) from None
+                    raise
+                os.close(fd)
+                fd = below
+        finally:
+            os.close(fd)
 
     def open_file(self, path: Path, flags: int = os.O_RDONLY, mode: int = 0o666) -> int:
         """A descriptor of the regular file `path`: its folder is opened under the rule, the name is

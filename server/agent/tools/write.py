@@ -35,7 +35,7 @@ class WriteTool:
             raise ToolError(f"{raw} is a directory")
         existed = path.exists()
         ctx.checkpoint()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        ctx.make_folders(path.parent)
         ctx.write_text(path, content)
         verb = "updated" if existed else "created"
         return ToolOutput(
