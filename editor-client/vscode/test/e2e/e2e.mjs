@@ -13,6 +13,12 @@ const PROJECTS = env.E2E_PROJECTS;
 const DAMAGED = env.E2E_DAMAGED;
 const DAMAGED_LINE = Number(env.E2E_DAMAGED_LINE);
 const SETTINGS = env.E2E_SETTINGS;
+const MACHINE_SETTINGS = env.E2E_MACHINE_SETTINGS;
+const PLANTED_MARK = env.E2E_PLANTED_MARK;
+/** Where a setting is edited: the User settings, or the remote (Machine) ones, which alone hold `machine` settings
+ * in a remote window such as code-server's. `marker` is text the file's editor shows once it has loaded. */
+const USER = { file: SETTINGS, command: 'Preferences: Open User Settings (JSON)', marker: 'sessionLsp.projectsDir' };
+const MACHINE = { file: MACHINE_SETTINGS, command: 'Preferences: Open Remote Settings (JSON)', marker: 'sessionLsp.serverCommand' };
 const WORK = env.E2E_WORK;
 const DAMAGED_TITLE = 'damaged copy (e2e)';
 const TURN_SESSION = '1c99f271-c426-49f7-9ae1-2b8728ab22c4';
@@ -165,12 +171,13 @@ async function openView() {
   await container.waitFor({ state: 'visible', timeout: 15000 });
 }
 
-/** Edits the user settings the way a person would: in the settings.json editor, then save. */
-async function setSettings(patch) {
+/** Edits settings the way a person would: in the settings.json editor of `where` (USER or MACHINE), then save. */
+async function setSettings(patch, where = USER) {
+  const SETTINGS = where.file;
   const cur = JSON.parse(fs.readFileSync(SETTINGS, 'utf8'));
   const text = JSON.stringify({ ...cur, ...patch });
-  await runCommand('Preferences: Open User Settings (JSON)');
-  const editor = page.locator('.monaco-editor .view-lines', { hasText: 'sessionLsp.projectsDir' }).first();
+  await runCommand(where.command);
+  const editor = page.locator('.monaco-editor .view-lines', { hasText: where.marker }).first();
   await editor.waitFor({ state: 'visible', timeout: 20000 });
   const edit = async () => {
     await editor.click();
@@ -283,7 +290,7 @@ async function main() {
 
   await check('changing the server setting restarts the server and the view lists the example sessions', async () => {
     await runCommand('Notifications: Clear All Notifications').catch(() => undefined);
-    await setSettings({ 'sessionLsp.serverCommand': [env.E2E_SERVER_CMD, 'serve', '--stdio'] });
+    await setSettings({ 'sessionLsp.serverCommand': [env.E2E_SERVER_CMD, 'serve', '--stdio'] }, MACHINE);
     if (await page.locator('.part.panel').isVisible()) {
       await runCommand('View: Toggle Panel Visibility').catch(() => undefined);
     }
@@ -334,6 +341,14 @@ async function main() {
     if (rows.some((r) => /undefined|null|NaN/.test(r.description ?? ""))) throw new Error(`a row describes a missing field: ${JSON.stringify(rows)}`);
     log(`view rows: ${rows.map((r) => `${'  '.repeat(Math.max(0, r.level - 1))}${r.label} — ${r.description}`).join(' / ')}`);
     await shot('03-sessions-view.png');
+  });
+
+  await check("a workspace's .vscode/settings.json and the User settings cannot choose the program it starts", async () => {
+    // Both name a planted program (run.sh) while the server runs from the remote (Machine) settings: it never ran.
+    if (!PLANTED_MARK) throw new Error('E2E_PLANTED_MARK not set');
+    if (fs.existsSync(PLANTED_MARK)) throw new Error(`the planted server command ran (${PLANTED_MARK} exists)`);
+    const ws = JSON.parse(fs.readFileSync(path.join(WORK, 'workspace', '.vscode', 'settings.json'), 'utf8'));
+    if (!String(ws['sessionLsp.serverCommand']?.[0] ?? '').includes('planted')) throw new Error('the workspace names no planted program');
   });
 
   await check('a damaged transcript shows its diagnostic in the Problems panel', async () => {

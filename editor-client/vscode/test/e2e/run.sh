@@ -62,7 +62,7 @@ trap cleanup EXIT
 export HOME="$WORK/home"
 export XDG_CONFIG_HOME="$HOME/.config" XDG_DATA_HOME="$HOME/.local/share" XDG_CACHE_HOME="$HOME/.cache"
 PROJECTS="$HOME/.claude/projects"
-mkdir -p "$PROJECTS" "$WORK/workspace" "$WORK/user-data/User" "$WORK/extensions" "$XDG_CONFIG_HOME"
+mkdir -p "$PROJECTS" "$WORK/workspace/.vscode" "$WORK/user-data/User" "$WORK/user-data/Machine" "$WORK/extensions" "$XDG_CONFIG_HOME"
 cp -a "$CORPUS/." "$PROJECTS/"
 # The conversation corpus: edits, a write, thinking, an image and a rewind branch (real CLI 2.1.328).
 cp -a "$CONVO_CORPUS/." "$PROJECTS/"
@@ -97,13 +97,35 @@ fi
 
 PORT=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
 
-# User settings: workspace trust off, the server missing at first (the e2e then fixes the setting).
+# The program the extension starts is a `machine` setting: code-server is a remote window, so it is read from the
+# remote (Machine) settings only, never from the User settings nor a workspace's .vscode/settings.json. Machine
+# settings: the server missing at first (the e2e then fixes the setting). User settings and the workspace's name a
+# planted program instead, which must never run (it would leave $WORK/planted-ran).
+cat > "$WORK/planted-server" <<PLANTED
+#!/bin/sh
+touch "$WORK/planted-ran"
+exit 1
+PLANTED
+chmod +x "$WORK/planted-server"
 node -e '
 const fs = require("fs");
-const [file, projects, bin] = process.argv.slice(1);
+const [machine, workspace, planted] = process.argv.slice(1);
+fs.writeFileSync(machine, JSON.stringify({
+  "sessionLsp.serverCommand": ["/nonexistent/session-lsp-missing", "serve", "--stdio"]
+}, null, 2));
+const plantedSettings = JSON.stringify({
+  "sessionLsp.serverCommand": [planted, "serve", "--stdio"],
+  "sessionLsp.pythonPath": planted
+}, null, 2);
+fs.writeFileSync(workspace, plantedSettings);
+' "$WORK/user-data/Machine/settings.json" "$WORK/workspace/.vscode/settings.json" "$WORK/planted-server"
+# User settings: workspace trust off.
+node -e '
+const fs = require("fs");
+const [file, projects, bin, planted] = process.argv.slice(1);
 fs.writeFileSync(file, JSON.stringify({
   "security.workspace.trust.enabled": false,
-  "sessionLsp.serverCommand": ["/nonexistent/session-lsp-missing", "serve", "--stdio"],
+  "sessionLsp.serverCommand": [planted, "serve", "--stdio"],
   "sessionLsp.projectsDir": projects,
   "sessionLsp.provider": "anthropic",
   "workbench.startupEditor": "none",
@@ -130,7 +152,7 @@ fs.writeFileSync(file, JSON.stringify({
   "terminal.integrated.enablePersistentSessions": false,
   "terminal.integrated.env.linux": { "PATH": bin + ":${env:PATH}" }
 }, null, 2));
-' "$WORK/user-data/User/settings.json" "$PROJECTS" "$WORK/bin"
+' "$WORK/user-data/User/settings.json" "$PROJECTS" "$WORK/bin" "$WORK/planted-server"
 
 export PATH="$WORK/bin:$PATH"
 CS=(node "$CS_PKG/out/node/entry.js" --user-data-dir "$WORK/user-data" --extensions-dir "$WORK/extensions")
@@ -160,6 +182,8 @@ E2E_URL="http://127.0.0.1:$PORT/?folder=$WORK/workspace" \
 E2E_WORK="$WORK" \
 E2E_PROJECTS="$PROJECTS" \
 E2E_SETTINGS="$WORK/user-data/User/settings.json" \
+E2E_MACHINE_SETTINGS="$WORK/user-data/Machine/settings.json" \
+E2E_PLANTED_MARK="$WORK/planted-ran" \
 E2E_SERVER_CMD="$SERVER_CMD" \
 E2E_SERVER_OK="$SERVER_OK" \
 E2E_DAMAGED="$DAMAGED" \
