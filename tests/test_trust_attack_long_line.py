@@ -84,3 +84,25 @@ def test_an_unfinished_line_too_long_to_keep_is_read_again_whole_once_it_ends(tm
         (r.uuid, r.line, r.offset, r.length) for r in whole.rows[1:]
     ]
     assert after.state == whole.state and after.provisional is None
+
+
+def test_an_untouched_file_whose_unfinished_line_is_too_long_to_keep_is_unchanged(tmp_path: Path) -> None:
+    """The index's read stops at the start of such a line: the file, as it was read, is not read again nor
+    reported changed by the next update (each rescan re-parsed the whole line under the index's lock and sent
+    the session as changed), and an append to it is still read."""
+    from server.index.store import ProjectIndex
+
+    folder = tmp_path / "projects" / "-p"
+    folder.mkdir(parents=True)
+    path = folder / f"{LONG}.jsonl"
+    first = b'{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"hi"}}\n'
+    path.write_bytes(first + b'{"type":"user","uuid":"u2","message":"' + b"y" * (MAX_TAIL + 1))
+    os.utime(path, ns=(1_700_000_000_000_000_000,) * 2)  # settled: its mtime long past
+    index = ProjectIndex(tmp_path / "projects", persist=False)
+    assert path in index.update_file(path).changed
+    for _ in range(3):
+        assert index.update_file(path).changed == set()
+    with open(path, "ab") as fh:
+        fh.write(b'"}\n{"type":"user","uuid":"u3","parentUuid":"u2","sessionId":"s","message":"ok"}\n')
+    assert path in index.update_file(path).changed
+    assert [r.uuid for r in index.files[path].transcript.rows] == ["u1", "u2", "u3"]

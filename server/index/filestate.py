@@ -105,6 +105,11 @@ class FileState:
             return False  # same size and mtime, read long after its last change: as the database trusts it
         return fingerprint(self.path, self.read.offset) != self.print_
 
+    def _as_read(self, st: os.stat_result) -> bool:
+        """The file is as it was when last read although the read stopped short of its end: an unfinished last
+        line too long to keep (`reader.MAX_TAIL`) is read again only once the file changes."""
+        return (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (self.size, self.mtime_ns, self.ctime_ns)
+
     def refresh(self) -> str:
         """Read what was appended; re-read the whole file when it was replaced or rewritten."""
         try:
@@ -115,7 +120,7 @@ class FileState:
         if self.inode and self.rewritten(st):
             self.reset()
             how = RELOADED
-        elif st.st_size == self.read.offset and self.inode:
+        elif self.inode and (st.st_size == self.read.offset or self._as_read(st)):
             return UNCHANGED
         self.inode, self.device, self.mtime_ns, self.ctime_ns = st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns
         self._drop_provisional()
