@@ -6,10 +6,13 @@ conversation (sent to the model) or send it anywhere. A whole turn against the s
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from scripted_api import ScriptedModelServer, scripted_provider
+from nobody import give, run_cli, shared_dir
+from scripted_api import SCRIPTED_KEY, SCRIPTED_MODEL, ScriptedModelServer, scripted_provider
 from test_agent_support import rows
 
 from server.agent.loop import run_turn
@@ -45,3 +48,58 @@ def test_bash_runs_without_the_credentials(tmp_path: Path, monkeypatch: pytest.M
         assert value not in out and f"{name}=" not in out, name
     sent = str(model.requests)
     assert not any(value in sent for value in secrets.values())
+
+
+WALK_UP = (
+    "p=$$; while [ \"$p\" -gt 1 ]; do echo \"== $p $(cat /proc/$p/comm)\"; tr '\\0' '\\n' < /proc/$p/environ 2>&1; "
+    "p=$(sed -n 's/^PPid:[[:space:]]*//p' /proc/$p/status); done"
+)
+"""A command that prints the environment every process above it started with, up to init, as it can."""
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    yield from shared_dir()
+
+
+def test_bash_cannot_read_the_credentials_from_the_processes_above_it(
+    shared: Path, scripted_model: ScriptedModelServer
+) -> None:
+    """Removing the credentials from the command's environment is not enough: `/proc/<pid>/environ` of the
+    process that runs the turn shows the environment it started with, to any process of its user. A real
+    `session-lsp turn` as `nobody` (root reads every process's), its Bash walking up the process tree."""
+    home, work = shared / "home", shared / "work"
+    projects = home / ".claude" / "projects"
+    projects.mkdir(parents=True)
+    work.mkdir()
+    give(home)
+    give(work)
+    token = "server-token-that-must-not-leak"
+    env = {
+        "ANTHROPIC_BASE_URL": scripted_model.base_url,
+        "ANTHROPIC_API_KEY": SCRIPTED_KEY,
+        "ANTHROPIC_MODEL": SCRIPTED_MODEL,
+        "SESSION_LSP_TOKEN": token,
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+    }
+    done = run_cli(
+        ["turn", "--new", "--cwd", str(work), "--projects-dir", str(projects), "--provider", "anthropic"]
+        + ["--allow", "Bash", "--json", f"BASH {WALK_UP}"],
+        home,
+        env,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    path = Path(json.loads(done.stdout)["path"])
+    results = [
+        str(block["content"])
+        for r in rows(path)
+        if r.get("type") == "user" and isinstance(r["message"]["content"], list)
+        for block in r["message"]["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert len(results) == 1
+    out = results[0]
+    assert out.count("== ") >= 3, out  # the walk went past the command and its supervisor
+    assert "Permission denied" in out, out  # the turn's own process refused it
+    for secret in (SCRIPTED_KEY, token):
+        assert secret not in out, out

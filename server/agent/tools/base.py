@@ -52,9 +52,19 @@ def inside(root: Path, real: Path) -> bool:
     return real == root or root in real.parents
 
 
-SECRET_NAMES = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "SESSION_LSP_TOKEN"})
-"""Credentials of the model provider and of this server: a command the model runs has no use for them, and a
-prompt injected through a file it read could send them away."""
+SECRET_NAMES = frozenset(
+    {
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_CUSTOM_HEADERS",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "SESSION_LSP_TOKEN",
+    }
+)
+"""Credentials of the model provider and of this server (a gateway's address may carry `user:password@`, its
+custom headers a key): a command the model runs has no use for them, and a prompt injected through a file it
+read could send them away. What the process started with stays out of reach too (`concealed.py`)."""
 
 
 def tool_environment() -> dict[str, str]:

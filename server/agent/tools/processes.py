@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from server.agent.tools.concealed import conceal_process
 from server.agent.tools.drain import DRAIN
 from server.agent.tools.supervise import descendants
 
@@ -59,6 +60,7 @@ class Supervised:
     `subprocess.Popen`'s arguments, such as `text`)."""
 
     def __init__(self, argv: list[str], *, cwd: str, env: Mapping[str, str] | None, **popen: Any) -> None:
+        conceal_process()  # before anything of the model's runs: it could read this process's environment
         line = lifeline()
         self._status, status_w = os.pipe()
         try:
