@@ -3,28 +3,66 @@
 Linux allows each user `fs.inotify.max_user_instances` inotify instances and `fs.inotify.max_user_watches`
 watches, one per folder watched. Out of instances, the native observer cannot start; out of watches, watchdog
 watches the projects folder but silently leaves out the folders it could not add (their sessions would go
-stale). `uncovered` compares the folders below the projects folder with the watches this process holds.
+stale). `uncovered` compares the folders below the projects folder with the watches this process holds. A process
+at its own open-file limit (`ulimit -n`) gets the same EMFILE as one out of instances: `limit_reason` tells them
+apart by counting the descriptors the process holds.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import resource
 from pathlib import Path
 
 LIMIT_ERRORS = frozenset({errno.ENOSPC, errno.EMFILE, errno.ENFILE, errno.ENOMEM})
 """What inotify answers when a limit is reached (watches, instances, files, kernel memory)."""
+INSTANCES = "fs.inotify.max_user_instances"
+WATCHES = "fs.inotify.max_user_watches"
+OPEN_FILES = "ulimit -n"
+FD_MARGIN = 4
+"""Descriptors below the open-file limit still taken as at it: what a failed start opened may be closed already."""
 
 
 def limit_reason(exc: OSError) -> str | None:
     """Why the native watcher cannot go on, for a person, or None when `exc` is not a limit."""
     if exc.errno == errno.EMFILE:
-        return "no inotify instance left for this user (fs.inotify.max_user_instances)"
+        fds = descriptors()
+        if fds is not None and fds[0] >= fds[1] - FD_MARGIN:
+            return open_file_limit_reason(*fds)
+        return f"no inotify instance left for this user ({INSTANCES})"
     if exc.errno == errno.ENOSPC:
-        return "the inotify watch limit is reached (fs.inotify.max_user_watches)"
+        return f"the inotify watch limit is reached ({WATCHES})"
     if exc.errno in LIMIT_ERRORS:
         return f"the system refused a file watch ({exc.strerror})"
     return None
+
+
+def open_file_limit_reason(open_fds: int, soft: int) -> str:
+    """The reason when the process itself has no descriptor left."""
+    return f"the process's open-file limit ({OPEN_FILES}) is reached: {open_fds} of {soft} file descriptors open"
+
+
+def descriptors() -> tuple[int, int] | None:
+    """(descriptors open, soft RLIMIT_NOFILE) of this process; None without a finite limit or /proc."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        return len(os.listdir("/proc/self/fd")) - 1, soft  # less the one listing them
+    except OSError as exc:
+        return (soft, soft) if exc.errno == errno.EMFILE else None  # not even one left to list them
+
+
+def limit_advice(reason: str) -> str:
+    """What to change for the limit `reason` names (from `limit_reason` or the coverage check)."""
+    if OPEN_FILES in reason:
+        return "Raise the server's open-file limit (ulimit -n, or LimitNOFILE= for a service) and restart it."
+    if INSTANCES in reason:
+        return f"Raise the limit (e.g. sudo sysctl {INSTANCES}=1024) and restart the server."
+    if WATCHES in reason:
+        return f"Raise the limit (e.g. sudo sysctl {WATCHES}=524288) and restart the server."
+    return "Restart the server once the system has the resources again."
 
 
 def inotify_watches() -> int | None:

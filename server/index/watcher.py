@@ -5,8 +5,9 @@ then armed on its nearest existing parent, and when the folder is back (checked 
 every `recheck` seconds) it is watched again and read in full, and the change says so (`root`).
 
 When the system's inotify limits leave the native observer unable to start, or unable to watch every folder
-(`server.index.watchcover`, checked after the first scan and every `COVER_CHECK_S` seconds), the watcher polls
-instead, reads everything once more, and says why through `on_fallback`.
+(`server.index.watchcover`, checked after the first scan and every `COVER_CHECK_S` seconds, and a short count
+confirmed `COVER_SETTLE_S` later), the watcher polls instead, reads everything once more, and says why through
+`on_fallback`. `stop()` stops whichever observer is current, also one a switch to polling started meanwhile.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserverVFS
 
 from server.index.store import ChangeSet, ProjectIndex, norm
-from server.index.watchcover import limit_reason, uncovered
+from server.index.watchcover import WATCHES, limit_reason, uncovered
 
 PATTERNS = ["**/*.jsonl", "**/*.meta.json"]
 """watchdog 7 matches the whole path (`PurePath.full_match`), hence the `**/`."""
@@ -58,6 +59,9 @@ CHANGES = [
 ours included, would be two events for the observer's threads to match and drop)."""
 COVER_CHECK_S = 60.0
 """How often the native watcher's coverage of the folders is checked again (new folders may find no watch left)."""
+COVER_SETTLE_S = 5.0
+"""How long after a short count the folders are counted again, and polling chosen only if still short: a burst of
+new folders (`cp -r`, `tar x`) has its watches added some time after the folders are made."""
 
 
 class _Hints(PatternMatchingEventHandler):
@@ -135,8 +139,13 @@ class IndexWatcher:
         self.fallback: str | None = None
         """Why the watcher polls although native events were asked for (an inotify limit), if it does."""
         self.polling = polling
+        self._swap = threading.RLock()
+        """Held to read, arm, start, replace or stop the observer: `stop()` then stops the one that is current."""
+        self._stop = False
         self._observer = self._polling_observer() if polling else self._native_observer()
         self._next_cover_check = 0.0
+        self._short_count = False
+        """Whether the last coverage check counted fewer watches than folders (and the next one decides)."""
         self._watch: Any = None
         self._armed: Path | None = None
         """The folder watched: the projects folder, or its nearest existing parent while it is missing."""
@@ -146,7 +155,6 @@ class IndexWatcher:
         self._cond = threading.Condition()
         self._first_hint = 0.0
         self._last_hint = 0.0
-        self._stop = False
         self._thread = threading.Thread(target=self._run, name="index-watcher", daemon=True)
 
     def _polling_observer(self) -> Any:
@@ -173,23 +181,31 @@ class IndexWatcher:
             except Exception:  # the watcher must survive a failing callback
                 log.exception("on_fallback failed")
 
-    def _poll_instead(self, reason: str) -> None:
-        """Replace the native observer by a polling one; the caller reads everything again."""
-        old = self._observer
-        self.polling = True
-        self._watch = None
-        self._observer = self._polling_observer()
-        with contextlib.suppress(Exception):
-            old.stop()
-        self._arm()
-        self._observer.start()
+    def _poll_instead(self, reason: str) -> bool:
+        """Replace the native observer by a polling one (the caller reads everything again); whether it did.
+        Nothing once `stop()` has begun, or when another thread switched already."""
+        with self._swap:
+            if self._stop or self.polling:
+                return False
+            old = self._observer
+            self.polling = True
+            self._watch = None
+            self._observer = self._polling_observer()
+            with contextlib.suppress(Exception):  # it may never have started (its start hit the limit)
+                old.stop()
+                old.join(timeout=5)
+            self._arm()
+            self._observer.start()
         self._note_fallback(reason)
+        return True
 
     def start(self, scan: bool = True, progress: Callable[[int, int], None] | None = None) -> None:
         """Start observing, then (by default) scan: nothing written during the scan is missed."""
         self._arm()
         try:
-            self._observer.start()
+            with self._swap:
+                if not self._stop:
+                    self._observer.start()
         except OSError as exc:  # the native observer adds its watches as it starts
             reason = limit_reason(exc)
             if reason is None or self.polling:
@@ -202,21 +218,25 @@ class IndexWatcher:
         self._thread.start()
 
     def _check_cover(self) -> bool:
-        """Poll instead when the native observer watches fewer folders than there are; whether it switched."""
-        self._next_cover_check = time.monotonic() + COVER_CHECK_S
-        if self.polling or self._armed != self.index.projects_dir or self._root_id is None:
-            return False
-        short = uncovered(self.index.projects_dir)
-        if short is not None:
-            time.sleep(0.2)  # a folder made or removed while counting: count again before deciding
+        """Poll instead when the native observer watches fewer folders than there are, on two counts
+        `COVER_SETTLE_S` apart; whether it switched."""
+        now = time.monotonic()
+        self._next_cover_check = now + COVER_CHECK_S
+        short = None
+        if not self.polling and self._armed == self.index.projects_dir and self._root_id is not None:
             short = uncovered(self.index.projects_dir)
         if short is None:
+            self._short_count = False
             return False
+        if not self._short_count:  # folders made in a burst may not have their watches yet: count again later
+            self._short_count = True
+            self._next_cover_check = now + COVER_SETTLE_S
+            return False
+        self._short_count = False
         watched, folders = short
-        self._poll_instead(
-            f"the inotify watch limit is reached (fs.inotify.max_user_watches): {watched} of {folders} folders watched"
+        return self._poll_instead(
+            f"the inotify watch limit is reached ({WATCHES}): {watched} of {folders} folders watched"
         )
-        return True
 
     @property
     def watching(self) -> Path | None:
@@ -225,6 +245,15 @@ class IndexWatcher:
 
     def _arm(self) -> None:
         """Watch the projects folder (recursively) or, while it is missing, its nearest parent."""
+        with self._swap:
+            if self._stop:
+                return
+            reason = self._schedule()
+        if reason is not None:
+            self._poll_instead(reason)
+
+    def _schedule(self) -> str | None:
+        """`_arm` under the swap lock; the inotify limit hit when the native observer must give way to polling."""
         root = self.index.projects_dir
         if self._watch is not None:
             with contextlib.suppress(Exception):  # its emitter may have died with the folder
@@ -238,11 +267,11 @@ class IndexWatcher:
         except OSError as exc:
             reason = limit_reason(exc)
             if reason is not None and not self.polling:
-                self._poll_instead(reason)
-                return
+                return reason
             log.debug("cannot watch %s: %s", target, exc)  # gone again since the check: the next recheck retries
             self._watch, self._root_id = None, None
         self._armed = target
+        return None
 
     def _wake(self) -> None:
         with self._cond:
@@ -282,13 +311,17 @@ class IndexWatcher:
         return changes
 
     def stop(self) -> None:
+        """Stop the watcher's thread, then the observer current by then, and wait for both (5 s each at most)."""
         with self._cond:
             self._stop = True
             self._cond.notify_all()
-        self._observer.stop()
-        self._observer.join(timeout=5)
-        if self._thread.is_alive():
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
+        with self._swap:  # a switch to polling under way ends first; none begins after `_stop`
+            observer = self._observer
+            observer.stop()
+            with contextlib.suppress(RuntimeError):  # never started
+                observer.join(timeout=5)
 
     def __enter__(self) -> IndexWatcher:
         self.start()

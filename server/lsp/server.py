@@ -463,10 +463,12 @@ class SessionServer(LanguageServer):
                 )
 
     def watch_fallback(self, reason: str) -> None:
-        """The watcher polls because of an inotify limit: tell the person once, with what to change."""
+        """The watcher polls because of a limit: tell the person once, with what to change for that limit."""
+        from server.index.watchcover import limit_advice
+
         message = (
-            f"session-lsp: {reason}; the projects folder is polled every second instead, which costs more. Raise the "
-            "limit (e.g. sudo sysctl fs.inotify.max_user_watches=524288) and restart the server."
+            f"session-lsp: {reason}; the projects folder is polled every second instead, which costs more. "
+            f"{limit_advice(reason)}"
         )
         self.protocol.notify("window/showMessage", lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))
 
