@@ -7,24 +7,33 @@ A connection that sends anything else, a wrong token, more than `FIRST_FRAME_MAX
 within `AUTH_TIMEOUT_S` seconds is closed before the server sees a byte of it. The first connection to
 authenticate is the only one: the port is closed then, and that connection is served as stdio is (strict
 framing, the process ends with it). The token is taken out of the options before the server reads them.
+
+Another local process may hold connections open, reopen them, or feed them a byte a second. So one thread reads
+every waiting connection (no thread each), at most `PENDING_MAX` of them holding at most `PENDING_BYTES_MAX`
+bytes between them: a new connection past that drops the one waiting longest, too many bytes the one holding the
+most. What came with a connect is read as it is accepted, and those already waiting are read before more are
+accepted, so an editor that sends its `initialize` at once gets in whatever else is waiting. That one thread
+also decides the admission: exactly one editor; every other connection that completes an `initialize` is
+refused (its id answered, as a wrong token's is), and anything malformed is a refusal, never an exception.
 """
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import hmac
 import io
 import ipaddress
 import json
 import logging
 import os
-import queue
 import secrets
+import selectors
 import socket
 import stat
 import sys
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +43,17 @@ AUTH_TIMEOUT_S = 10.0
 """How long a new connection has to send its whole `initialize`."""
 FIRST_FRAME_MAX = 1024 * 1024
 """The largest first frame (headers and body) a connection may send before it is authenticated."""
-PENDING_MAX = 16
-"""Connections checked at once; more are closed at once."""
-POLL_S = 0.1
-"""How often the listener looks for a connection that authenticated."""
+PENDING_MAX = 128
+"""Connections read at once; a new one past that drops the one waiting longest."""
+PENDING_BYTES_MAX = 16 * 1024 * 1024
+"""The bytes all waiting connections may hold together; past that the one holding the most is dropped."""
+ACCEPT_BATCH = 16
+"""Connections taken off the backlog at a time, between readings of those already waiting."""
+REPLY_ID_MAX = 256
+"""The longest string id a refusal answers (a longer one, or an id neither string nor integer, gets none)."""
+LOG_BURST = 20
+"""Ended connections logged one by one per `LOG_WINDOW_S`; past that they are counted, and the count logged."""
+LOG_WINDOW_S = 10.0
 TOKEN_MIN = 16
 """The shortest token accepted from the environment or a token file."""
 TOKEN_ENV = "SESSION_LSP_TOKEN"
@@ -48,7 +64,7 @@ log = logging.getLogger(__name__)
 class Refused(Exception):
     """A connection that did not authenticate; the message says why (logged, and sent to it when it gave an id)."""
 
-    def __init__(self, message: str, msg_id: Any = None) -> None:
+    def __init__(self, message: str, msg_id: int | str | None = None) -> None:
         super().__init__(message)
         self.msg_id = msg_id
 
@@ -118,120 +134,281 @@ class Connection:
 
 def accept_editor(host: str, port: int, token: str, told: str) -> Connection:
     """Listen on `host:port` until one connection authenticates; close the port and return that connection.
-    Connections are checked side by side (at most `PENDING_MAX` at once), so one that stays silent does not keep
-    the editor waiting behind it."""
-    listener = socket.create_server((host, port), family=_family(host, port))
+    The connections waiting then are refused in the background as they complete, or closed at their deadline."""
+    listener = socket.create_server((host, port), family=_family(host, port), backlog=PENDING_MAX)
     name = listener.getsockname()
     print(
         f"session-lsp: listening on {name[0]}:{name[1]}; clients send initializationOptions.token, {told}",
         file=sys.stderr,
         flush=True,
     )
-    admitted: queue.SimpleQueue[Connection] = queue.SimpleQueue()
-    pending = threading.BoundedSemaphore(PENDING_MAX)
-    chosen = threading.Event()
-
-    def check(conn: socket.socket, peer: Any) -> None:
-        try:
-            first = _authenticate(conn, token)
-        except Refused as exc:
-            log.warning("refused a connection from %s: %s", peer, exc)
-            _refuse(conn, exc)
-        except OSError as exc:
-            log.warning("a connection from %s failed before it authenticated: %s", peer, exc)
-            conn.close()
-        else:
-            if chosen.is_set():
-                _refuse(conn, Refused("another editor is already connected"))
-            else:
-                chosen.set()
-                admitted.put(Connection(conn, first))
-        finally:
-            pending.release()
-
+    waiting = _Waiting(token)
     with listener:
-        listener.settimeout(POLL_S)
-        while True:
-            with contextlib.suppress(queue.Empty):
-                editor = admitted.get_nowait()
-                editor.socket.settimeout(None)
-                return editor
-            try:
-                conn, peer = listener.accept()
-            except TimeoutError:
-                continue
-            if not pending.acquire(blocking=False):
-                log.warning("refused a connection from %s: %d others are being checked", peer, PENDING_MAX)
-                conn.close()
-                continue
-            threading.Thread(target=check, args=(conn, peer), name="tcp-check", daemon=True).start()
+        try:
+            listener.setblocking(False)
+            waiting.selector.register(listener, selectors.EVENT_READ, None)
+            editor = waiting.until_admitted(listener)
+            waiting.selector.unregister(listener)
+            waiting.accept(listener, PENDING_MAX)  # connected before the port closes: refused, not reset
+        except BaseException:
+            waiting.close()
+            raise
+    threading.Thread(target=waiting.refuse_the_rest, name="tcp-refuse", daemon=True).start()
+    return editor
 
 
 def _family(host: str, port: int) -> socket.AddressFamily:
     return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
 
 
-def _authenticate(conn: socket.socket, token: str) -> bytes:
-    """Read the first frame within the deadline and check it; return it, token removed, as a frame again, with
-    any bytes received after it."""
-    deadline = time.monotonic() + AUTH_TIMEOUT_S
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        buf += _recv(conn, deadline, len(buf))
-    head, _, body = buf.partition(b"\r\n\r\n")
+class _Pending:
+    """A connection not yet authenticated: what it sent so far, and when its time is up."""
+
+    __slots__ = ("conn", "fd", "peer", "buf", "deadline", "done")
+
+    def __init__(self, conn: socket.socket, peer: Any) -> None:
+        self.conn = conn
+        self.fd = conn.fileno()
+        self.peer = peer
+        self.buf = bytearray()
+        self.deadline = time.monotonic() + AUTH_TIMEOUT_S
+        self.done = False
+
+
+class _Waiting:
+    """The connections being read, all by one thread, which also decides, once, who is admitted."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token.encode("utf-8", "surrogatepass")
+        self.selector = selectors.DefaultSelector()
+        self.pending: OrderedDict[int, _Pending] = OrderedDict()  # by descriptor; oldest, so soonest due, first
+        self.held = 0
+        self.admitted = False
+        self.told_full = False
+        self.window = 0.0
+        self.logged = 0
+        self.unlogged = 0
+
+    def until_admitted(self, listener: socket.socket) -> Connection:
+        """Read and accept until a connection authenticates; return it (`admitted` is then set)."""
+        while True:
+            editor: Connection | None = None
+            accept = False
+            for key, _ in self.selector.select(self.time_left()):
+                if key.data is None:
+                    accept = True
+                else:  # those waiting first: a flood of new connections does not push out one that has sent
+                    editor = self.read(key.data) or editor
+            if accept and editor is None:
+                editor = self.accept(listener, ACCEPT_BATCH)
+            self.expire()
+            if editor is not None:
+                return editor
+
+    def accept(self, listener: socket.socket, batch: int) -> Connection | None:
+        """Take up to `batch` connections off the backlog, reading what each sent with its connect."""
+        editor: Connection | None = None
+        for _ in range(batch):
+            try:
+                conn, peer = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    continue  # ECONNABORTED and the like: that one is gone, the next may not be
+                if not self.pending:
+                    time.sleep(0.1)  # nothing of ours to give back: do not spin on the backlog
+                    break
+                self._drop(next(iter(self.pending.values())), "out of file descriptors")
+                continue
+            editor = self.add(conn, peer) or editor
+        return editor
+
+    def add(self, conn: socket.socket, peer: Any) -> Connection | None:
+        """Wait for a new connection, dropping the oldest waiting when full; read what it already sent."""
+        while len(self.pending) >= PENDING_MAX:
+            if not self.told_full:
+                self.told_full = True
+                log.warning("more than %d connections wait to authenticate: the oldest are dropped", PENDING_MAX)
+            self._drop(next(iter(self.pending.values())), "more connections waiting")
+        try:
+            conn.setblocking(False)
+            waiter = _Pending(conn, peer)
+            self.selector.register(conn, selectors.EVENT_READ, waiter)
+        except (OSError, ValueError) as exc:
+            self._note(peer, f"failed before it authenticated: {exc}")
+            conn.close()
+            return None
+        self.pending[waiter.fd] = waiter
+        return self.read(waiter)
+
+    def read(self, waiter: _Pending) -> Connection | None:
+        """Take what `waiter` sent; the editor when its first frame is whole and right and none is in yet."""
+        if waiter.done:
+            return None  # dropped earlier in this turn of the loop
+        try:
+            data = waiter.conn.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError as exc:
+            self._note(waiter.peer, f"failed before it authenticated: {exc}")
+            self._drop(waiter, str(exc))
+            return None
+        if not data:
+            self._refuse(waiter, Refused("the connection closed before a whole initialize"))
+            return None
+        waiter.buf += data
+        self.held += len(data)
+        try:
+            first = _check(waiter.buf, self.token)
+        except Refused as exc:
+            self._refuse(waiter, exc)
+            return None
+        except Exception:  # noqa: BLE001 - whatever a stranger sends is a refusal, never a failure of ours
+            log.debug("a malformed first frame", exc_info=True)
+            self._refuse(waiter, Refused("the first frame is malformed"))
+            return None
+        if first is None:
+            while self.held > PENDING_BYTES_MAX:
+                self._drop(max(self.pending.values(), key=lambda p: len(p.buf)), "too many bytes waiting")
+            return None
+        frame, msg_id = first
+        if self.admitted:
+            self._refuse(waiter, Refused("another editor is already connected", msg_id))
+            return None
+        self.admitted = True
+        self._forget(waiter)
+        waiter.conn.setblocking(True)
+        return Connection(waiter.conn, frame)
+
+    def time_left(self) -> float | None:
+        """Seconds until the soonest deadline, None when nothing is waiting."""
+        for waiter in self.pending.values():
+            return max(0.0, waiter.deadline - time.monotonic())
+        return None
+
+    def expire(self) -> None:
+        """Refuse every connection whose deadline has passed."""
+        now = time.monotonic()
+        while self.pending:
+            waiter = next(iter(self.pending.values()))
+            if waiter.deadline > now:
+                break
+            self._refuse(waiter, Refused(f"no whole initialize within {AUTH_TIMEOUT_S:g} s"))
+
+    def refuse_the_rest(self) -> None:
+        """Once the editor is in: read the others on until each completes (refused) or its deadline passes."""
+        try:
+            while self.pending:
+                for key, _ in self.selector.select(self.time_left()):
+                    self.read(key.data)
+                self.expire()
+        except Exception:  # noqa: BLE001 - the editor is being served; these are only to be closed
+            log.exception("refusing the connections that waited beside the editor's")
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close every waiting connection, and the selector."""
+        for waiter in list(self.pending.values()):
+            self._drop(waiter, "closing")
+        self.selector.close()
+
+    def _forget(self, waiter: _Pending) -> None:
+        if waiter.done:
+            return
+        waiter.done = True
+        self.held -= len(waiter.buf)
+        self.pending.pop(waiter.fd, None)
+        try:
+            self.selector.unregister(waiter.conn)
+        except (KeyError, ValueError):
+            pass
+
+    def _drop(self, waiter: _Pending, why: str) -> None:
+        log.debug("dropped a waiting connection from %s: %s", waiter.peer, why)
+        self._forget(waiter)
+        waiter.conn.close()
+
+    def _refuse(self, waiter: _Pending, exc: Refused) -> None:
+        self._note(waiter.peer, f"was refused: {exc}")
+        self._forget(waiter)
+        _refuse(waiter.conn, exc)
+
+    def _note(self, peer: Any, what: str) -> None:
+        """Log a connection's end, at most `LOG_BURST` a window, so that a flood of them does not flood the log."""
+        now = time.monotonic()
+        if now - self.window >= LOG_WINDOW_S:
+            if self.unlogged:
+                log.warning("and %d more connections ended before they authenticated", self.unlogged)
+            self.window, self.logged, self.unlogged = now, 0, 0
+        if self.logged < LOG_BURST:
+            self.logged += 1
+            log.warning("a connection from %s %s", peer, what)
+        else:
+            self.unlogged += 1
+
+
+def _check(buf: bytearray, token: bytes) -> tuple[bytes, int | str | None] | None:
+    """None while the first frame is not whole; else that frame, token removed, as a frame again followed by any
+    bytes received after it, and its id. Raises `Refused` unless it is an `initialize` with the token."""
+    end = buf.find(b"\r\n\r\n")
+    if end < 0:
+        if len(buf) > FIRST_FRAME_MAX:
+            raise Refused(f"a first frame larger than {FIRST_FRAME_MAX} bytes")
+        return None
     length = None
-    for line in head.split(b"\r\n"):
+    for line in bytes(buf[:end]).split(b"\r\n"):
         name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length" and value.strip().isdigit():
-            length = int(value.strip())
+        value = value.strip()
+        if name.strip().lower() == b"content-length" and value.isdigit() and len(value) <= 12:
+            length = int(value)
     if length is None or length > FIRST_FRAME_MAX:
         raise Refused("the first frame has no usable Content-Length")
-    while len(body) < length:
-        body += _recv(conn, deadline, len(head) + len(body))
-    body, after = body[:length], body[length:]  # what a client sent on without waiting is served next
+    start = end + 4
+    if len(buf) - start < length:
+        return None
+    body, after = bytes(buf[start : start + length]), bytes(buf[start + length :])
     try:
         message = json.loads(body)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
         raise Refused("the first frame is not JSON") from exc
     if not isinstance(message, dict) or message.get("method") != "initialize":
         raise Refused("the first message is not initialize")
-    msg_id = message.get("id")
+    msg_id = _reply_id(message.get("id"))
     params = message.get("params")
     options = params.get("initializationOptions") if isinstance(params, dict) else None
     sent = options.pop("token", None) if isinstance(options, dict) else None
-    if not isinstance(sent, str) or not hmac.compare_digest(sent.encode(), token.encode()):
+    # surrogatepass: a lone surrogate (JSON's "\ud800") encodes too, so it is a wrong token, not an exception
+    if not isinstance(sent, str) or not hmac.compare_digest(sent.encode("utf-8", "surrogatepass"), token):
         raise Refused("initializationOptions.token is missing or wrong", msg_id)
-    out = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n%s" % (len(out), out) + after
-
-
-def _recv(conn: socket.socket, deadline: float, have: int) -> bytes:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise Refused(f"no whole initialize within {AUTH_TIMEOUT_S:g} s")
-    if have > FIRST_FRAME_MAX:
-        raise Refused(f"a first frame larger than {FIRST_FRAME_MAX} bytes")
-    conn.settimeout(left)
     try:
-        data = conn.recv(65536)
-    except TimeoutError as exc:
-        raise Refused(f"no whole initialize within {AUTH_TIMEOUT_S:g} s") from exc
-    if not data:
-        raise Refused("the connection closed before a whole initialize")
-    return data
+        out = json.dumps(message).encode()
+    except (ValueError, RecursionError) as exc:
+        raise Refused("the first frame is malformed", msg_id) from exc
+    return b"Content-Length: %d\r\n\r\n%s" % (len(out), out) + after, msg_id
+
+
+def _reply_id(msg_id: object) -> int | str | None:
+    """The id a refusal answers: a request's integer or (short) string id, else none."""
+    if isinstance(msg_id, bool):
+        return None
+    if isinstance(msg_id, int) or (isinstance(msg_id, str) and len(msg_id) <= REPLY_ID_MAX):
+        return msg_id
+    return None
 
 
 def _refuse(conn: socket.socket, exc: Refused) -> None:
-    """Tell a refused connection why when it gave a request id, then close it."""
+    """Tell a refused connection why when it gave a request id (one send, which never waits), then close it."""
     try:
         if exc.msg_id is not None:
             body = json.dumps(
                 {"jsonrpc": "2.0", "id": exc.msg_id, "error": {"code": -32600, "message": f"refused: {exc}"}}
             ).encode()
-            conn.settimeout(1.0)
-            conn.sendall(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            conn.setblocking(False)
+            conn.send(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
     except OSError:
-        pass
+        pass  # it does not read, or it has gone: closing is all there is left to do
     finally:
         conn.close()
 
