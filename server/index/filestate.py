@@ -56,6 +56,9 @@ class FileState:
     torn: LineProblem | None = None
     notes: list[LineProblem] = field(default_factory=list)
     """Lines only the CLI's lenient reading accepts (lone surrogates, invalid UTF-8)."""
+    long_tail: tuple[int, int, int] | None = None
+    """(size, mtime, ctime) of the file when a read stopped at an unfinished last line too long to keep
+    (`reader.MAX_TAIL`): while the file is still so, it is unchanged."""
     _children: dict[str, list[Row]] | None = None
 
     def __post_init__(self) -> None:
@@ -92,6 +95,7 @@ class FileState:
         self.provisional = None
         self.torn = None
         self.notes = []
+        self.long_tail = None
         self._children = None
 
     def rewritten(self, st: os.stat_result) -> bool:
@@ -108,7 +112,7 @@ class FileState:
     def _as_read(self, st: os.stat_result) -> bool:
         """The file is as it was when last read although the read stopped short of its end: an unfinished last
         line too long to keep (`reader.MAX_TAIL`) is read again only once the file changes."""
-        return (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (self.size, self.mtime_ns, self.ctime_ns)
+        return self.long_tail is not None and self.long_tail == (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def refresh(self) -> str:
         """Read what was appended; re-read the whole file when it was replaced or rewritten."""
@@ -139,6 +143,7 @@ class FileState:
             if after.st_size == self.read.offset and after.st_ino == st.st_ino:
                 self.size, self.mtime_ns, self.ctime_ns = after.st_size, after.st_mtime_ns, after.st_ctime_ns
         self.mtime_settled = time.time_ns() - self.mtime_ns > RACY_NS
+        self.long_tail = (st.st_size, st.st_mtime_ns, st.st_ctime_ns) if self.read.offset < st.st_size else None
         try:
             self.print_ = fingerprint(self.path, self.read.offset)
         except OSError:  # gone already: the next update sees it missing
