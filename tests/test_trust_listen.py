@@ -12,63 +12,16 @@ import re
 import socket
 import subprocess
 import sys
-import weakref
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import TESTS
-
-from server.lsp.listen import AUTH_TIMEOUT_S
+from lspwire import answer_to, closed, frame, initialize
 
 ROOT = TESTS.parent
 EXAMPLE = ROOT / "examples" / "projects"
 TOKEN = "t0ken-for-the-test-" + "x" * 12
-
-
-def _frame(message: dict[str, Any]) -> bytes:
-    body = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-
-
-def _initialize(token: str | None, msg_id: int = 1) -> bytes:
-    options = {"token": token} if token is not None else {}
-    params = {"processId": None, "rootUri": None, "capabilities": {}, "initializationOptions": options}
-    return _frame({"jsonrpc": "2.0", "id": msg_id, "method": "initialize", "params": params})
-
-
-def _answer(conn: socket.socket, msg_id: int, timeout: float = 30) -> dict[str, Any] | None:
-    """The response with `msg_id`, or None when the connection closes first."""
-    conn.settimeout(timeout)
-    buf = _unread.pop(conn, b"")
-    while True:
-        while b"\r\n\r\n" in buf:
-            head, _, rest = buf.partition(b"\r\n\r\n")
-            n = int(re.search(rb"Content-Length: (\d+)", head).group(1))  # type: ignore[union-attr]
-            if len(rest) < n:
-                break
-            message, buf = json.loads(rest[:n]), rest[n:]
-            if message.get("id") == msg_id:
-                _unread[conn] = buf
-                return message  # type: ignore[no-any-return]
-        data = conn.recv(65536)
-        if not data:
-            return None
-        buf += data
-
-
-_unread: weakref.WeakKeyDictionary[socket.socket, bytes] = weakref.WeakKeyDictionary()
-"""Bytes received after the answer `_answer` returned, by socket."""
-
-
-def _closed(conn: socket.socket) -> bool:
-    conn.settimeout(AUTH_TIMEOUT_S + 10)
-    try:
-        while conn.recv(65536):
-            pass
-    except ConnectionResetError:
-        pass
-    return True
 
 
 def _serve(tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], int]:
@@ -98,16 +51,16 @@ def _connect(port: int) -> socket.socket:
 def _editor_session(port: int) -> list[str]:
     """Initialize with the token and list the sessions: what an editor gets."""
     conn = _connect(port)
-    conn.sendall(_initialize(TOKEN))
-    answer = _answer(conn, 1)
+    conn.sendall(initialize(TOKEN))
+    answer = answer_to(conn, 1)
     assert answer is not None and "capabilities" in answer["result"], answer
-    conn.sendall(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-    conn.sendall(_frame({"jsonrpc": "2.0", "id": 2, "method": "sessions/list", "params": {}}))
-    listed = _answer(conn, 2)
+    conn.sendall(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    conn.sendall(frame({"jsonrpc": "2.0", "id": 2, "method": "sessions/list", "params": {}}))
+    listed = answer_to(conn, 2)
     assert listed is not None
-    conn.sendall(_frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
-    assert _answer(conn, 3) is not None
-    conn.sendall(_frame({"jsonrpc": "2.0", "method": "exit"}))
+    conn.sendall(frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
+    assert answer_to(conn, 3) is not None
+    conn.sendall(frame({"jsonrpc": "2.0", "method": "exit"}))
     conn.close()
     return sorted(s["sessionId"] for s in listed["result"]["sessions"])
 
@@ -115,18 +68,18 @@ def _editor_session(port: int) -> list[str]:
 def test_connections_without_the_token_get_nothing_and_the_editor_is_served(served: Any) -> None:
     proc, port = served
     straight = _connect(port)  # no initialize: asks for the sessions at once
-    straight.sendall(_frame({"jsonrpc": "2.0", "id": 7, "method": "sessions/list", "params": {}}))
-    assert _answer(straight, 7) is None and _closed(straight)
+    straight.sendall(frame({"jsonrpc": "2.0", "id": 7, "method": "sessions/list", "params": {}}))
+    assert answer_to(straight, 7) is None and closed(straight)
     for token in (None, "wrong-" + TOKEN[6:], TOKEN[:-1]):
         conn = _connect(port)
-        conn.sendall(_initialize(token))
-        answer = _answer(conn, 1)
+        conn.sendall(initialize(token))
+        answer = answer_to(conn, 1)
         assert answer is not None and answer["error"]["code"] == -32600, answer
         assert "token" in answer["error"]["message"] and TOKEN not in json.dumps(answer)
-        assert _closed(conn)
+        assert closed(conn)
     huge = _connect(port)
     huge.sendall(b"Content-Length: 99999999999\r\n\r\n")
-    assert _answer(huge, 1) is None
+    assert answer_to(huge, 1) is None
     sessions = _editor_session(port)
     assert len(sessions) == 3  # the example's three sessions
     assert proc.wait(10) == 0
@@ -135,13 +88,13 @@ def test_connections_without_the_token_get_nothing_and_the_editor_is_served(serv
 def test_one_editor_only_a_second_connection_is_refused(served: Any) -> None:
     proc, port = served
     editor = _connect(port)
-    editor.sendall(_initialize(TOKEN))
-    assert _answer(editor, 1) is not None
+    editor.sendall(initialize(TOKEN))
+    assert answer_to(editor, 1) is not None
     with pytest.raises(ConnectionRefusedError):  # the port is closed once an editor is in
-        socket.create_connection(("127.0.0.1", port), timeout=5).sendall(_initialize(TOKEN, 9))
-    editor.sendall(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-    editor.sendall(_frame({"jsonrpc": "2.0", "id": 2, "method": "sessions/list", "params": {}}))
-    listed = _answer(editor, 2)
+        socket.create_connection(("127.0.0.1", port), timeout=5).sendall(initialize(TOKEN, 9))
+    editor.sendall(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    editor.sendall(frame({"jsonrpc": "2.0", "id": 2, "method": "sessions/list", "params": {}}))
+    listed = answer_to(editor, 2)
     assert listed is not None and len(listed["result"]["sessions"]) == 3
     editor.close()  # the editor gone: the server ends, as over stdio
     proc.wait(15)
@@ -163,19 +116,19 @@ def test_a_silent_connection_does_not_keep_the_editor_waiting(served: Any) -> No
     for conn in silent:
         conn.sendall(b"Content-Len")  # and nothing more
     editor = _connect(port)
-    editor.sendall(_initialize(TOKEN))
-    assert _answer(editor, 1) is not None
+    editor.sendall(initialize(TOKEN))
+    assert answer_to(editor, 1) is not None
     assert all(_still_open(conn) for conn in silent)  # served while they were still being waited for
     editor.sendall(
-        _frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-        + _frame({"jsonrpc": "2.0", "id": 2, "method": "sessions/list", "params": {}})
+        frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        + frame({"jsonrpc": "2.0", "id": 2, "method": "sessions/list", "params": {}})
     )
-    listed = _answer(editor, 2)
+    listed = answer_to(editor, 2)
     assert listed is not None and len(listed["result"]["sessions"]) == 3
-    assert all(_closed(conn) for conn in silent)  # dropped at their deadline
-    editor.sendall(_frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
-    assert _answer(editor, 3) is not None
-    editor.sendall(_frame({"jsonrpc": "2.0", "method": "exit"}))
+    assert all(closed(conn) for conn in silent)  # dropped at their deadline
+    editor.sendall(frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
+    assert answer_to(editor, 3) is not None
+    editor.sendall(frame({"jsonrpc": "2.0", "method": "exit"}))
     assert proc.wait(10) == 0
 
 
@@ -183,12 +136,12 @@ def test_what_a_client_sends_on_without_waiting_is_served(served: Any) -> None:
     proc, port = served
     editor = _connect(port)
     editor.sendall(
-        _initialize(TOKEN)
-        + _frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-        + _frame({"jsonrpc": "2.0", "id": 2, "method": "sessions/list", "params": {}})
+        initialize(TOKEN)
+        + frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        + frame({"jsonrpc": "2.0", "id": 2, "method": "sessions/list", "params": {}})
     )
-    assert _answer(editor, 1) is not None
-    listed = _answer(editor, 2)
+    assert answer_to(editor, 1) is not None
+    listed = answer_to(editor, 2)
     assert listed is not None and len(listed["result"]["sessions"]) == 3
     editor.close()
     proc.wait(15)
@@ -217,8 +170,8 @@ def test_the_token_file_is_made_private_and_a_shared_or_linked_one_refused(tmp_p
         assert made.stat().st_mode & 0o777 == 0o600
         token = made.read_text().strip()
         conn = _connect(port)
-        conn.sendall(_initialize(token))
-        answer = _answer(conn, 1)
+        conn.sendall(initialize(token))
+        answer = answer_to(conn, 1)
         assert answer is not None and "result" in answer
     finally:
         proc.kill()

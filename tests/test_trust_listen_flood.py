@@ -10,7 +10,6 @@ loopback port and real sockets.
 from __future__ import annotations
 
 import collections
-import json
 import os
 import re
 import socket
@@ -18,72 +17,18 @@ import subprocess
 import sys
 import threading
 import time
-import weakref
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import TESTS
-
-from server.lsp.listen import AUTH_TIMEOUT_S
+from lspwire import answer_to, closed, frame, frame_body, initialize
 
 ROOT = TESTS.parent
 EXAMPLE = ROOT / "examples" / "projects"
 TOKEN = "t0ken-for-the-test-" + "x" * 12
 BOUND_S = 15
 """A hang detector, not a speed claim: how long an answer may take under attack."""
-
-
-def _frame_body(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-
-
-def _frame(message: dict[str, Any]) -> bytes:
-    return _frame_body(json.dumps(message).encode())
-
-
-def _initialize(token: str, msg_id: int = 1) -> bytes:
-    params = {"processId": None, "rootUri": None, "capabilities": {}, "initializationOptions": {"token": token}}
-    return _frame({"jsonrpc": "2.0", "id": msg_id, "method": "initialize", "params": params})
-
-
-_unread: weakref.WeakKeyDictionary[socket.socket, bytes] = weakref.WeakKeyDictionary()
-"""Bytes received after the answer `_answer` returned, by socket."""
-
-
-def _answer(conn: socket.socket, msg_id: int, timeout: float = BOUND_S) -> dict[str, Any] | None:
-    """The response with `msg_id`, or None when the connection closes (or is reset) first."""
-    conn.settimeout(timeout)
-    buf = _unread.pop(conn, b"")
-    while True:
-        while b"\r\n\r\n" in buf:
-            head, _, rest = buf.partition(b"\r\n\r\n")
-            n = int(re.search(rb"Content-Length: (\d+)", head).group(1))  # type: ignore[union-attr]
-            if len(rest) < n:
-                break
-            message, buf = json.loads(rest[:n]), rest[n:]
-            if message.get("id") == msg_id:
-                _unread[conn] = buf
-                return message  # type: ignore[no-any-return]
-        try:
-            data = conn.recv(65536)
-        except ConnectionResetError:
-            return None
-        if not data:
-            return None
-        buf += data
-
-
-def _closed(conn: socket.socket) -> bool:
-    """True once the server has closed `conn` (raises TimeoutError if it stays open past its deadline)."""
-    conn.settimeout(AUTH_TIMEOUT_S + 10)
-    try:
-        while conn.recv(65536):
-            pass
-    except ConnectionResetError:
-        pass
-    return True
 
 
 class Served:
@@ -142,16 +87,16 @@ def _serve_and_leave(editor: socket.socket, server: Served) -> None:
     listener or its threads did left a traceback (pygls may log one of its own at `exit`, so the listener's
     part is looked at before that, and the rest for the listener's names)."""
     editor.sendall(
-        _frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-        + _frame({"jsonrpc": "2.0", "id": 2, "method": "sessions/list", "params": {}})
+        frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        + frame({"jsonrpc": "2.0", "id": 2, "method": "sessions/list", "params": {}})
     )
-    listed = _answer(editor, 2, timeout=30)
+    listed = answer_to(editor, 2, timeout=30)
     assert listed is not None and len(listed["result"]["sessions"]) == 3
     before = server.so_far()
     assert "Traceback" not in before, before
-    editor.sendall(_frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
-    assert _answer(editor, 3, timeout=30) is not None
-    editor.sendall(_frame({"jsonrpc": "2.0", "method": "exit"}))
+    editor.sendall(frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
+    assert answer_to(editor, 3, timeout=30) is not None
+    editor.sendall(frame({"jsonrpc": "2.0", "method": "exit"}))
     assert server.proc.wait(BOUND_S) == 0
     err = server.stderr()
     assert "listen.py" not in err and "tcp-" not in err, err
@@ -197,8 +142,8 @@ def test_held_and_reopened_connections_do_not_keep_the_editor_out(served: Served
     try:
         time.sleep(1.5)  # the flood is on, and every place being checked is taken
         editor = _connect(port)
-        editor.sendall(_initialize(TOKEN))
-        answer = _answer(editor, 1)
+        editor.sendall(initialize(TOKEN))
+        answer = answer_to(editor, 1, BOUND_S)
     finally:
         stop.set()
         for thread in attackers:
@@ -213,25 +158,25 @@ def test_malformed_first_frames_are_refused_cleanly_and_the_editor_admitted_afte
     port = served.port
     surrogate = _connect(port)  # JSON's "\ud800": a str that cannot be encoded
     surrogate.sendall(
-        _frame_body(
+        frame_body(
             b'{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"initializationOptions":{"token":"\\ud800"}}}'
         )
     )
-    refused = _answer(surrogate, 7)
+    refused = answer_to(surrogate, 7, BOUND_S)
     assert refused is not None and refused["error"]["code"] == -32600, refused
-    assert "token" in refused["error"]["message"] and _closed(surrogate)
+    assert "token" in refused["error"]["message"] and closed(surrogate)
     nested = _connect(port)  # deeper than json.loads recurses
-    nested.sendall(_frame_body(b"[" * 200_000))
-    assert _answer(nested, 1) is None and _closed(nested)
+    nested.sendall(frame_body(b"[" * 200_000))
+    assert answer_to(nested, 1, BOUND_S) is None and closed(nested)
     nested_id = _connect(port)  # the id is known, the rest too deep
-    nested_id.sendall(_frame_body(b'{"jsonrpc":"2.0","id":8,"method":"initialize","params":' + b"[" * 200_000))
-    assert _answer(nested_id, 8) is None and _closed(nested_id)
+    nested_id.sendall(frame_body(b'{"jsonrpc":"2.0","id":8,"method":"initialize","params":' + b"[" * 200_000))
+    assert answer_to(nested_id, 8, BOUND_S) is None and closed(nested_id)
     long_length = _connect(port)  # more digits than int() converts
     long_length.sendall(b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n{}")
-    assert _answer(long_length, 1) is None and _closed(long_length)
+    assert answer_to(long_length, 1, BOUND_S) is None and closed(long_length)
     editor = _connect(port)
-    editor.sendall(_initialize(TOKEN))
-    answer = _answer(editor, 1)
+    editor.sendall(initialize(TOKEN))
+    answer = answer_to(editor, 1, BOUND_S)
     assert answer is not None and "capabilities" in answer.get("result", {}), answer
     _serve_and_leave(editor, served)
 
@@ -240,18 +185,18 @@ def test_of_many_editors_with_the_token_at_once_exactly_one_is_admitted(served: 
     port = served.port
     conns = [_connect(port) for _ in range(12)]
     time.sleep(1.0)  # every one accepted and being read
-    data = _initialize(TOKEN)
+    data = initialize(TOKEN)
     for conn in conns:
         conn.sendall(data[:-1])
     time.sleep(0.5)
     for conn in conns:  # all complete at the same moment
         conn.sendall(data[-1:])
-    answers = [_answer(conn, 1) for conn in conns]
+    answers = [answer_to(conn, 1, BOUND_S) for conn in conns]
     admitted = [conn for conn, answer in zip(conns, answers) if answer is not None and "result" in answer]
     assert len(admitted) == 1, answers
     losers = [answer for conn, answer in zip(conns, answers) if conn is not admitted[0]]
     for answer in losers:  # refused as a wrong token is, and closed: none left open and unserved
         assert answer is not None and answer["error"]["code"] == -32600, answer
         assert "another editor" in answer["error"]["message"]
-    assert all(_closed(conn) for conn in conns if conn is not admitted[0])
+    assert all(closed(conn) for conn in conns if conn is not admitted[0])
     _serve_and_leave(admitted[0], served)
