@@ -200,3 +200,16 @@ def test_of_many_editors_with_the_token_at_once_exactly_one_is_admitted(served: 
         assert "another editor" in answer["error"]["message"]
     assert all(closed(conn) for conn in conns if conn is not admitted[0])
     _serve_and_leave(admitted[0], served)
+
+
+def test_an_initialize_sent_a_byte_at_a_time_is_admitted(served: Served) -> None:
+    """The headers' end is searched only in what each read added (a frame in 64-byte pieces cost the one reading
+    thread quadratic time): split anywhere, even inside `\\r\\n\\r\\n`, the frame is still found whole."""
+    editor = _connect(served.port)
+    editor.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for byte in initialize(TOKEN):
+        editor.sendall(bytes([byte]))
+        time.sleep(0.0005)  # each its own segment, most of them its own read
+    answer = answer_to(editor, 1, BOUND_S)
+    assert answer is not None and "capabilities" in answer.get("result", {}), answer
+    _serve_and_leave(editor, served)

@@ -164,7 +164,7 @@ def _family(host: str, port: int) -> socket.AddressFamily:
 class _Pending:
     """A connection not yet authenticated: what it sent so far, and when its time is up."""
 
-    __slots__ = ("conn", "fd", "peer", "buf", "deadline", "done")
+    __slots__ = ("conn", "fd", "peer", "buf", "deadline", "done", "searched", "body_at", "length")
 
     def __init__(self, conn: socket.socket, peer: Any) -> None:
         self.conn = conn
@@ -173,6 +173,27 @@ class _Pending:
         self.buf = bytearray()
         self.deadline = time.monotonic() + AUTH_TIMEOUT_S
         self.done = False
+        self.searched = 0
+        """Bytes of `buf` known to hold no end of the headers: each read searches only what it added."""
+        self.body_at = -1
+        """Where the first frame's body starts, once its headers are whole (their Content-Length is `length`)."""
+        self.length = 0
+
+    def frame_end(self) -> int | None:
+        """Where the first frame ends in `buf`, once it is whole; None before. Each byte is searched once and
+        the headers parsed once, however many pieces the frame comes in. Raises `Refused` past `FIRST_FRAME_MAX`
+        or without a usable Content-Length."""
+        buf = self.buf
+        if self.body_at < 0:
+            end = buf.find(b"\r\n\r\n", max(0, self.searched - 3))
+            if end < 0:
+                self.searched = len(buf)
+                if len(buf) > FIRST_FRAME_MAX:
+                    raise Refused(f"a first frame larger than {FIRST_FRAME_MAX} bytes")
+                return None
+            self.body_at, self.length = end + 4, _content_length(bytes(buf[:end]))
+        end = self.body_at + self.length
+        return end if len(buf) >= end else None
 
 
 class _Waiting:
@@ -260,7 +281,8 @@ class _Waiting:
         waiter.buf += data
         self.held += len(data)
         try:
-            first = _check(waiter.buf, self.token)
+            end = waiter.frame_end()
+            first = None if end is None else _check(waiter.buf, waiter.body_at, end, self.token)
         except Refused as exc:
             self._refuse(waiter, exc)
             return None
@@ -349,26 +371,23 @@ class _Waiting:
             self.unlogged += 1
 
 
-def _check(buf: bytearray, token: bytes) -> tuple[bytes, int | str | None] | None:
-    """None while the first frame is not whole; else that frame, token removed, as a frame again followed by any
-    bytes received after it, and its id. Raises `Refused` unless it is an `initialize` with the token."""
-    end = buf.find(b"\r\n\r\n")
-    if end < 0:
-        if len(buf) > FIRST_FRAME_MAX:
-            raise Refused(f"a first frame larger than {FIRST_FRAME_MAX} bytes")
-        return None
+def _content_length(head: bytes) -> int:
+    """The first frame's Content-Length from its header lines; `Refused` when none is usable."""
     length = None
-    for line in bytes(buf[:end]).split(b"\r\n"):
+    for line in head.split(b"\r\n"):
         name, _, value = line.partition(b":")
         value = value.strip()
         if name.strip().lower() == b"content-length" and value.isdigit() and len(value) <= 12:
             length = int(value)
     if length is None or length > FIRST_FRAME_MAX:
         raise Refused("the first frame has no usable Content-Length")
-    start = end + 4
-    if len(buf) - start < length:
-        return None
-    body, after = bytes(buf[start : start + length]), bytes(buf[start + length :])
+    return length
+
+
+def _check(buf: bytearray, start: int, end: int, token: bytes) -> tuple[bytes, int | str | None]:
+    """The first frame (its body `buf[start:end]`), token removed, as a frame again followed by any bytes received
+    after it, and its id. Raises `Refused` unless it is an `initialize` with the token."""
+    body, after = bytes(buf[start:end]), bytes(buf[end:])
     try:
         message = json.loads(body)
     except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
