@@ -20,6 +20,8 @@ LIMIT_ERRORS = frozenset({errno.ENOSPC, errno.EMFILE, errno.ENFILE, errno.ENOMEM
 INSTANCES = "fs.inotify.max_user_instances"
 WATCHES = "fs.inotify.max_user_watches"
 OPEN_FILES = "ulimit -n"
+WATCH_LIMIT = f"the inotify watch limit is reached ({WATCHES})"
+"""The reason when no watch is left: from a refused watch, or from the coverage check (with its counts)."""
 FD_MARGIN = 4
 """Descriptors below the open-file limit still taken as at it: what a failed start opened may be closed already."""
 
@@ -32,7 +34,7 @@ def limit_reason(exc: OSError) -> str | None:
             return open_file_limit_reason(*fds)
         return f"no inotify instance left for this user ({INSTANCES})"
     if exc.errno == errno.ENOSPC:
-        return f"the inotify watch limit is reached ({WATCHES})"
+        return WATCH_LIMIT
     if exc.errno in LIMIT_ERRORS:
         return f"the system refused a file watch ({exc.strerror})"
     return None

@@ -39,7 +39,7 @@ from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserverVFS
 
 from server.index.store import ChangeSet, ProjectIndex, norm
-from server.index.watchcover import WATCHES, limit_reason, uncovered
+from server.index.watchcover import WATCH_LIMIT, limit_reason, uncovered
 
 PATTERNS = ["**/*.jsonl", "**/*.meta.json"]
 """watchdog 7 matches the whole path (`PurePath.full_match`), hence the `**/`."""
@@ -234,9 +234,7 @@ class IndexWatcher:
             return False
         self._short_count = False
         watched, folders = short
-        return self._poll_instead(
-            f"the inotify watch limit is reached ({WATCHES}): {watched} of {folders} folders watched"
-        )
+        return self._poll_instead(f"{WATCH_LIMIT}: {watched} of {folders} folders watched")
 
     @property
     def watching(self) -> Path | None:
