@@ -173,8 +173,7 @@ async function openView() {
 
 /** Edits settings the way a person would: in the settings.json editor of `where` (USER or MACHINE), then save. */
 async function setSettings(patch, where = USER) {
-  const SETTINGS = where.file;
-  const cur = JSON.parse(fs.readFileSync(SETTINGS, 'utf8'));
+  const cur = JSON.parse(fs.readFileSync(where.file, 'utf8'));
   const text = JSON.stringify({ ...cur, ...patch });
   await runCommand(where.command);
   const editor = page.locator('.monaco-editor .view-lines', { hasText: where.marker }).first();
@@ -187,13 +186,13 @@ async function setSettings(patch, where = USER) {
   };
   const saved = () => {
     try {
-      return JSON.stringify(JSON.parse(fs.readFileSync(SETTINGS, 'utf8'))) === JSON.stringify(JSON.parse(text));
+      return JSON.stringify(JSON.parse(fs.readFileSync(where.file, 'utf8'))) === JSON.stringify(JSON.parse(text));
     } catch {
       return false;
     }
   };
   for (let attempt = 0; !saved(); attempt++) {
-    if (attempt >= 4) throw new Error(`settings.json was not saved: ${fs.readFileSync(SETTINGS, 'utf8').slice(0, 300)}`);
+    if (attempt >= 4) throw new Error(`settings.json was not saved: ${fs.readFileSync(where.file, 'utf8').slice(0, 300)}`);
     // typed again on each attempt: under load the editor can miss keys typed before it took focus
     await edit();
     await page.keyboard.press('ControlOrMeta+S');
