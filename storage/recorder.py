@@ -341,7 +341,9 @@ class SessionRecorder(_Writer):
         interval: float | None,
         mark_live: bool,
         config_dir: Path | None,
+        read_size: int | None = None,
     ) -> None:
+        """`read_size`: a resumed file's size before it was read (see `WriteQueue.expect`)."""
         self.rec = self
         self.path = path
         self.session_id = session_id
@@ -373,7 +375,7 @@ class SessionRecorder(_Writer):
             sole_writer=mark_live,  # admitted: any byte not ours is another writer's
         )
         if self.materialized:  # resumed: its file is never made again if it goes
-            self._queue.expect(path)
+            self._queue.expect(path, read_size)
 
     # ---- construction -------------------------------------------------------------------------
 
@@ -427,6 +429,7 @@ class SessionRecorder(_Writer):
         """Resume an existing transcript: later rows go to the same file, continuing the chain
         the CLI would rebuild (from `leaf_uuid` if given)."""
         path = Path(path)
+        size = os.stat(path).st_size  # before the read: whatever is appended from now on is not in the chain read
         t = Transcript.load(path)
         chain = build_chain(t, leaf_uuid)
         session_id = path.stem
@@ -447,6 +450,7 @@ class SessionRecorder(_Writer):
             interval=interval,
             mark_live=mark_live,
             config_dir=config_dir,
+            read_size=size,
         )
         rec.chain.load(t, sidechain=False)
         rec.chain.cursor = (chain.rows[-1].uuid or None) if chain.rows else None  # uuid-less rows share ""

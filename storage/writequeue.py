@@ -204,11 +204,15 @@ class WriteQueue:
             self._start_timer()
         self._wake.set()
 
-    def expect(self, path: Path) -> None:
+    def expect(self, path: Path, size: int | None = None) -> None:
         """`path` exists (a resumed session's file): if it or its folder is gone at a flush, nothing is
-        created and the flush reports `Vanished`, as for a file this queue appended to before."""
+        created and the flush reports `Vanished`, as for a file this queue appended to before. `size`: its size
+        before its writer read it; a sole writer's first append to a file grown or cut since is `ForeignAppend`
+        (someone wrote after what the writer read, as between two appends of its own)."""
         with self._lock:
             self._existing.add(Path(path))
+            if size is not None and self._ends is not None:
+                self._ends.setdefault(Path(path), size)
 
     def expect_folder(self, path: Path) -> None:
         """The folder of `path` exists (a subagent's, made with its `.meta.json`): `path` may be created at a
