@@ -482,6 +482,8 @@ class ProjectIndex:
 
     def homes_many(self, uuids: Collection[str]) -> dict[str, list[tuple[Path, int]]]:
         """`homes` of each of `uuids` found, in one scan of the stored uuid tables and one pass over the files."""
+        if not uuids:
+            return {}
         with self.lock:
             stored = self._stored_lines(uuids)
             wanted = set(uuids)
@@ -575,18 +577,25 @@ class ProjectIndex:
     def all_diagnostics(self) -> list[Diagnostic]:
         with self.lock:
             out: list[Diagnostic] = []
+            self.settle_all()
+            for key in list(self._members):
+                for diags in self._session_diagnostics(key).values():
+                    out.extend(diags)
+            return sorted(out, key=Diagnostic.sort_key)
+
+    def settle_all(self) -> None:
+        """Settle the links of every session not settled yet, with one lookup of all their targets (a lookup per
+        session passes over every file each time: 522 sessions of 1,182 files took 0.4 s so, 0.03 s at once)."""
+        with self.lock:
             self._commit_every = COMMIT_EVERY
             try:
-                keys = list(self._members)
-                todo = [k for k in keys if k not in self._resolved]
+                todo = [k for k in list(self._members) if k not in self._resolved]
                 found = self.lookup_many({p.target for k in todo for p in self._report(k).pending})
-                for key in keys:
-                    for diags in self._session_diagnostics(key, found).values():
-                        out.extend(diags)
+                for key in todo:
+                    self._session_diagnostics(key, found)
             finally:
                 self._commit_every = None
                 self._commit()
-            return sorted(out, key=Diagnostic.sort_key)
 
     def sessions(self) -> list[SessionInfo]:
         """Session summaries from the head and tail of each main file (no full reads)."""
