@@ -9,6 +9,7 @@ kernel closes it however this process ends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -21,7 +22,7 @@ from typing import Any
 
 from server.agent.tools.concealed import conceal_process
 from server.agent.tools.drain import DRAIN
-from server.agent.tools.supervise import descendants
+from server.agent.tools.supervise import KILL_ROUNDS, descendants
 
 SUPERVISOR = Path(__file__).with_name("supervise.py")
 
@@ -97,7 +98,11 @@ class Supervised:
         os.close(self._status)
         if data:
             self.returncode = int(data)
-        else:  # the supervisor itself was killed before the command ended
+        else:  # the supervisor itself was killed before the command ended (by the command, `kill -9 $PPID`):
+            # its group would run on, held by no one, past the call, a cancel and session-lsp itself; its pid is
+            # still the group's (the supervisor is not reaped yet), so this reaches no one else
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
             self.returncode = self.proc.wait()
         DRAIN.reap(self.proc)  # it stays while a background job of the command runs
         return self.returncode
@@ -108,13 +113,30 @@ class Supervised:
 
 
 def kill_tree(proc: subprocess.Popen[Any]) -> None:
-    """SIGKILL the whole tree of `proc`, which was started as the leader of its own session."""
+    """SIGKILL the whole tree of `proc`, which was started as the leader of its own session: first everything below
+    it, round after round while `proc` (the supervisor, a subreaper) is alive to take in what a dying process
+    orphans (a loop starting `setsid` children would otherwise hand those started after one look at the tree to
+    init, out of reach), then `proc` with its process group, and what is left below. Once `proc` was reaped its pid
+    may be another process's: only its group is killed then."""
+    if proc.returncode is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return
+    for _ in range(KILL_ROUNDS):
+        below = descendants(proc.pid, living=True)
+        if not below:
+            break
+        _kill_each(below)
     tree = descendants(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    for pid in tree:
+    _kill_each(tree)
+
+
+def _kill_each(pids: list[int]) -> None:
+    for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

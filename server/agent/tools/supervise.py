@@ -30,8 +30,9 @@ KILL_ROUNDS = 100
 """Rounds of killing what is below, for a tree that forks while it is being killed."""
 
 
-def descendants(pid: int) -> list[int]:
-    """Pids whose parent chain leads to `pid`, from /proc (empty where there is no /proc)."""
+def descendants(pid: int, *, living: bool = False) -> list[int]:
+    """Pids whose parent chain leads to `pid`, from /proc (empty where there is no /proc); `living`: no zombie (one
+    that ended and is not yet reaped, which killing again does nothing to)."""
     children: dict[int, list[int]] = {}
     try:
         names = os.listdir("/proc")
@@ -45,7 +46,8 @@ def descendants(pid: int) -> list[int]:
                 fields = fh.read().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        children.setdefault(int(fields[1]), []).append(int(name))
+        if not (living and fields[0] == "Z"):
+            children.setdefault(int(fields[1]), []).append(int(name))
     found: list[int] = []
     todo = [pid]
     while todo:
