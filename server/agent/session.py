@@ -47,14 +47,15 @@ def sandbox_root(cwd: str | None, recorded: str, *, config: Path | None = None) 
     """The folder a turn's tools are confined to: `cwd` when the client gave one, else the
     session's recorded cwd (data of the transcript), which may not be too wide to be implied: `/`,
     the home folder or a folder holding it, nor the config home (`config`, else the default one:
-    credentials and every transcript) or a folder inside it."""
+    credentials and every transcript), a folder inside it or a folder holding it (a config home outside the home
+    folder, `CLAUDE_CONFIG_DIR=/data/claude`, is reached from `/data`)."""
     if cwd is not None:
         root = Path(resolve_cwd(cwd))
     else:
         root = Path(resolve_cwd(recorded))
         home = Path(resolve_cwd(os.path.expanduser("~")))
         homes = {real_root(config_home()), *([real_root(config)] if config is not None else [])}
-        if root == home or root in home.parents or any(is_inside(c, root) for c in homes):
+        if root == home or root in home.parents or any(is_inside(c, root) or is_inside(root, c) for c in homes):
             raise Unsafe(
                 f"the session's working directory is {root}; a turn's tools would reach all of it "
                 "(the home folder, the config home with its credentials and transcripts, or more). "

@@ -4,7 +4,6 @@ relay its stream as turn events and report the rows it appended."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
@@ -25,6 +24,7 @@ from server.agent.tools.processes import Supervised, kill_tree
 from storage.admission import admit
 from storage.errors import InvalidArgument
 from storage.fileopen import open_regular
+from storage.linechunks import LongLine, each_line
 from storage.lookup import find_continue
 from storage.paths import default_projects_dir, project_folder_name, resolve_cwd
 from storage.transcript import Transcript
@@ -171,14 +171,16 @@ class ClaudeCliProvider:
             path = find_session(projects, request.session, request.cwd)
         else:
             raise InvalidArgument(f"mode {mode} needs a session")
-        return str(sandbox_root(request.cwd, _recorded_cwd(path) or ".")), path.stem, set(_uuids(path))
+        recorded = _recorded_cwd(path) or "."
+        return str(sandbox_root(request.cwd, recorded, config=projects.parent)), path.stem, set(_uuids(path))
 
 
 def _recorded_cwd(path: Path) -> str | None:
-    """The `cwd` the session's rows carry (the CLI resumes by id only from that folder)."""
-    with io.TextIOWrapper(open_regular(path), encoding="utf-8", errors="replace") as f:
-        for line in f:
-            row = _parse(line)
+    """The `cwd` the session's rows carry (the CLI resumes by id only from that folder). A line over
+    `linechunks.MAX_LINE_BYTES` is passed over unread (a file iterated by lines held a line of any length)."""
+    with open_regular(path) as fh:
+        for line in each_line(fh, 1 << 20):
+            row = None if isinstance(line, LongLine) else _parse(line.decode("utf-8", "replace"))
             if row and isinstance(cwd := row.get("cwd"), str):
                 return cwd
     return None
