@@ -84,8 +84,10 @@ def cmd_fork(args: argparse.Namespace) -> int:
     return 0
 
 
-def _append(args: argparse.Namespace, fn: Callable[[Path, str], TornTail | None], value: str) -> int:
-    _report_torn(fn(_source(args, "write"), value))
+def _append(args: argparse.Namespace, fn: Callable[..., TornTail | None], value: str) -> int:
+    # admitted in the config home of the projects folder as given, where a turn takes its lock and the CLI keeps its
+    # registry: not beside the session file's real folder, elsewhere when the projects folder is a link
+    _report_torn(fn(_source(args, "write"), value, config_dir=projects_dir(args).parent))
     return 0
 
 
