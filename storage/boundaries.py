@@ -11,7 +11,7 @@ from pathlib import Path
 
 from storage.fileopen import open_regular
 from storage.jsonline import loads_line
-from storage.linechunks import WholeLines
+from storage.linechunks import LongLine, WholeLines
 
 MARKER = b'"compact_boundary"'
 CHUNK = 16 * 1024 * 1024
@@ -45,12 +45,16 @@ def boundaries_in(buf: bytes) -> list[str]:
 
 def scan_boundaries(path: Path, start: int = 0) -> tuple[list[str], int]:
     """The compact boundaries' uuids in the whole lines of `path` from byte `start`, and the offset after
-    the last whole line (an unfinished last line is left for the next scan). Raises OSError."""
+    the last whole line (an unfinished last line is left for the next scan). A line over
+    `linechunks.MAX_LINE_BYTES` is passed over unread. Raises OSError."""
     found: list[str] = []
     offset = start
     with open_regular(path) as fh:
         fh.seek(start)
         for buf in WholeLines(fh, CHUNK, keep_rest=False):
+            if isinstance(buf, LongLine):
+                offset += buf.length + 1
+                continue
             found.extend(boundaries_in(buf))
             offset += len(buf)
     return found, offset

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from storage.cache import cache_dir, load_json_dict, save_json
 from storage.fileopen import open_regular
-from storage.linechunks import WholeLines
+from storage.linechunks import MAX_LINE_BYTES, LongLine, WholeLines
 
 MARKERS = (b'"type":"user"', b'"type":"assistant"')
 SPACED_MARKER = re.compile(rb'"type"(?:[ \t\r]+:[ \t\r]*|:[ \t\r]+)"(?:user|assistant)"')
@@ -57,7 +57,8 @@ def fingerprint(path: Path, upto: int, data: bytes | None = None) -> int:
 
 def count_range(path: Path, start: int, data: bytes | None = None) -> tuple[int, int]:
     """Markers in the whole lines from byte `start`; returns (count, offset after the last newline).
-    `data`, when given, is the whole file already read."""
+    `data`, when given, is the whole file already read. A line over `MAX_LINE_BYTES` counts no row (it is
+    not read, as `storage.reader` reads none of it)."""
     if data is not None:
         end = data.rfind(b"\n") + 1
         return (_markers(data[start:end]), end) if end > start else (0, start)
@@ -65,9 +66,23 @@ def count_range(path: Path, start: int, data: bytes | None = None) -> tuple[int,
     with open_regular(path) as fh:
         fh.seek(start)
         for buf in WholeLines(fh, CHUNK, keep_rest=False):
+            if isinstance(buf, LongLine):
+                offset += buf.length + 1
+                continue
             total += _markers(buf)
             offset += len(buf)
     return total, offset
+
+
+def _tail_markers(path: Path, upto: int, size: int) -> int:
+    """The rows of the unfinished last line from byte `upto` (counted now, not in the cache); none when it is over
+    `MAX_LINE_BYTES`, which is not read."""
+    if upto >= size:
+        return 0
+    with open_regular(path) as fh:
+        fh.seek(upto)
+        rest = fh.read(MAX_LINE_BYTES + 1)
+    return _markers(rest) if len(rest) <= MAX_LINE_BYTES else 0
 
 
 class CountCache:
@@ -120,13 +135,7 @@ class CountCache:
                 fingerprint(path, upto, data),
             ]
             self.dirty = True
-        tail = 0
-        if upto < st.st_size:  # an unfinished last line: count it now, not in the cache
-            with open_regular(path) as fh:
-                fh.seek(upto)
-                rest = fh.read()
-            tail = _markers(rest)
-        return counted + tail
+        return counted + _tail_markers(path, upto, st.st_size)
 
     def save(self) -> None:
         if self.where is None or not self.dirty:

@@ -1,44 +1,138 @@
-"""A file read in large pieces of whole lines, in time linear in its size however long one line is.
+"""A file read in large pieces of whole lines, in time linear in its size and in memory bounded however long
+one line is.
 
-The readers that scan transcripts (rows, message counts, compact boundaries, usage) take the file a chunk at a
-time and must not cut a line. Joining the unfinished line to each next chunk (`carry + block`) copies it again
+The readers that scan transcripts (rows, message counts, compact boundaries, usage, search) take the file a chunk
+at a time and must not cut a line. Joining the unfinished line to each next chunk (`carry + block`) copies it again
 at every chunk: a single line of 2 GB (a file nothing but one line, as a sparse file costs nothing to make) then
-took minutes and several times its size in memory. Here an unfinished line is kept as a list of its blocks and
-joined once, when its newline comes or the file ends: each byte is copied at most twice.
+took minutes. Here an unfinished line is kept as a list of its blocks and joined once, when its newline comes:
+each byte is copied at most twice.
+
+A line longer than `MAX_LINE_BYTES` is not kept at all: once it grows past the bound its blocks are dropped as they
+come, and the readers get a `LongLine` (where it starts, how long it is) in its place, so they report it and the
+lines after it keep their exact numbers and offsets. Before, such a line was held whole (a 1 GiB line took 2 to 5 GB
+of memory in each reader), so any file dropped into the projects folder could make the server use gigabytes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
+
+MAX_LINE_BYTES = 128 * 1024 * 1024
+"""The most bytes of one line (its newline left out) that any reader keeps; a longer line is not read.
+
+Chosen from what real files hold and what the real CLI reads. Real transcripts have single lines of tens of MB
+(cumulative progress rows, spec section 6): they must load, and 128 MiB is above any of them. The CLI 2.1.328 is a
+Bun (JavaScriptCore) program, not Node: it holds each line whole and reads it as a string, so it reads far longer
+lines than Node/V8 could (2^29-24 units). Found by resuming with the real CLI (a scripted model on loopback) a file
+whose third line is a progress row that the next rows hang from: a row of 600 MiB, 1.17 GiB, 1.94 GiB and exactly
+2^31-1 bytes was read (the chain went through it; the CLI took 2 to 2.4 times the line in memory, 4.4 GB for the
+last), one of exactly 2^31 bytes of ASCII was skipped and every other line still read (the chain stopped at the
+row after it, as at a missing parent); a row of 2^31 + 1 MiB bytes of two-byte characters (1.07 G UTF-16 units)
+was read. So the CLI's bound is on the line as a JavaScript string, 2^31-1 UTF-16 units; past it the line is
+skipped like a line that does not parse, with the rest of the file read; a line of NUL bytes (600 MiB, 2.06 GiB)
+is skipped as one that does not parse, the rest read too. Reading up to the CLI's bound would take gigabytes for
+each file the server reads, as it does the CLI; we keep at most this bound of a line (a reader then peaks at about
+150 MB) and report a longer one (`line-too-long`): for lines between the two bounds, and only there, what we read
+differs from what the CLI reads.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class LongLine:
+    """A line longer than the bound, not read: its first byte's offset in the file and its length in bytes (its
+    newline left out; when it is still unfinished at the end of the file, its length so far)."""
+
+    offset: int
+    length: int
 
 
 class WholeLines:
     """Iterate to get the pieces of `fh` from where it stands, each a run of whole lines ending with a newline
-    (the first one starting with `carry`, the unfinished line a previous read left); then `rest` is what follows
-    the last newline (b"" when the file ends with one, and always b"" unless `keep_rest`)."""
+    (the first one starting with `carry`, the unfinished line a previous read left) or a `LongLine` in place of a
+    line longer than `limit`; then `rest` is what follows the last newline (b"" when the file ends with one, and
+    always b"" unless `keep_rest`), or `long_rest` the `LongLine` it is when it is longer than `limit` (its bytes
+    are not kept: `rest` is then b""). `chunk` must not be over `limit`: a line that fits in one block is kept."""
 
-    def __init__(self, fh: BinaryIO, chunk: int, carry: bytes = b"", *, keep_rest: bool = True) -> None:
+    def __init__(
+        self, fh: BinaryIO, chunk: int, carry: bytes = b"", *, keep_rest: bool = True, limit: int = MAX_LINE_BYTES
+    ) -> None:
+        if chunk > limit:
+            raise ValueError(f"a chunk of {chunk} bytes is over the line limit of {limit}")
         self.fh = fh
         self.chunk = chunk
-        self.rest = carry
-        self.keep_rest = keep_rest
-
-    def __iter__(self) -> Iterator[bytes]:
-        parts = [self.rest] if self.rest else []
+        self.limit = limit
         self.rest = b""
+        self.long_rest: LongLine | None = None
+        self.keep_rest = keep_rest
+        self._parts: list[bytes] = []
+        self._held = 0
+        """Bytes of the unfinished line so far (also those dropped once it is over the limit)."""
+        self._line_at = fh.tell() - len(carry)
+        """The file offset of the unfinished line's first byte."""
+        self._grow(carry)
+
+    def __iter__(self) -> Iterator[bytes | LongLine]:
+        at = self.fh.tell()
         while block := self.fh.read(self.chunk):
-            cut = block.rfind(b"\n") + 1
-            if not cut:
-                parts.append(block)  # still inside one line: kept, not joined to anything yet
-                continue
-            if parts:
-                parts.append(block[:cut])
-                piece = b"".join(parts)
-                parts.clear()
+            yield from self._take(block, at)
+            at += len(block)
+        if self._held > self.limit:
+            self.long_rest = LongLine(self._line_at, self._held)
+        elif self.keep_rest:
+            self.rest = b"".join(self._parts)
+        self._drop()
+
+    def _take(self, block: bytes, at: int) -> Iterator[bytes | LongLine]:
+        """The pieces that `block`, read at file offset `at`, completes; what is left of it starts the next line."""
+        pos = 0
+        if self._held:
+            nl = block.find(b"\n")
+            if nl < 0:
+                self._grow(block)  # still inside one line: kept (not joined to anything yet), or counted only
+                return
+            if self._held + nl > self.limit:
+                yield LongLine(self._line_at, self._held + nl)
+                pos = nl + 1
             else:
-                piece = block if cut == len(block) else block[:cut]
-            if cut < len(block):
-                parts.append(block[cut:])
+                pos = block.rfind(b"\n") + 1
+                self._parts.append(block[:pos])
+                yield b"".join(self._parts)
+            self._drop()
+        cut = block.rfind(b"\n") + 1
+        if cut > pos:
+            yield block if pos == 0 and cut == len(block) else block[pos:cut]
+            pos = cut
+        if pos < len(block):
+            self._line_at = at + pos
+            self._grow(block[pos:] if pos else block)
+
+    def _grow(self, data: bytes) -> None:
+        """Add `data` to the unfinished line: kept while the line is within the limit, else only counted."""
+        if not data:
+            return
+        self._held += len(data)
+        if self._held > self.limit:
+            self._parts.clear()
+        else:
+            self._parts.append(data)
+
+    def _drop(self) -> None:
+        self._parts = []
+        self._held = 0
+
+
+def each_line(fh: BinaryIO, chunk: int) -> Iterator[bytes | LongLine]:
+    """Every line of `fh` from where it stands, without its newline (the unfinished last one too), or a `LongLine`
+    in place of one longer than `MAX_LINE_BYTES`: for readers that take a file line by line."""
+    lines = WholeLines(fh, chunk)
+    for piece in lines:
+        if isinstance(piece, LongLine):
             yield piece
-        self.rest = b"".join(parts) if self.keep_rest else b""
+        else:
+            yield from piece.split(b"\n")[:-1]
+    if lines.long_rest is not None:
+        yield lines.long_rest
+    elif lines.rest:
+        yield lines.rest

@@ -1,12 +1,13 @@
 """Lenient line-by-line reading of a transcript: rows with byte spans, and problems by line.
 
 Reading can start at any byte offset (for incremental updates): the caller passes the offset it
-stopped at, the line number there and any unfinished tail it carried over.
+stopped at, the line number there and any unfinished tail it carried over. A line over
+`linechunks.MAX_LINE_BYTES` is not read: it is a problem (`too_long_problem`), and every other line still loads.
 """
 
 from __future__ import annotations
 
-from collections.abc import MutableSequence
+from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -15,7 +16,7 @@ import orjson
 
 from storage.fileopen import open_regular
 from storage.jsonline import BOM, loads_line
-from storage.linechunks import WholeLines
+from storage.linechunks import MAX_LINE_BYTES, LongLine, WholeLines
 from storage.linkdecode import row_from_line
 from storage.rows import CHAIN_TYPES, Row, row_from_entry
 
@@ -40,6 +41,15 @@ class LineProblem:
     message: str
     torn: bool = False
     """True when this is the final line, unterminated: possibly a write still in progress."""
+    too_long: bool = False
+    """True when the line is over `linechunks.MAX_LINE_BYTES` and was not read (`length` is its size)."""
+
+
+def too_long_problem(line: int, long: LongLine, *, torn: bool = False) -> LineProblem:
+    """The problem of a line over `MAX_LINE_BYTES`, not read (an unfinished one: `torn`, its size so far)."""
+    size = f"{long.length:,} bytes{' so far, unfinished' if torn else ''}"
+    message = f"line {line + 1} is too long to read: {size}, over the {MAX_LINE_BYTES >> 20} MiB a line may have"
+    return LineProblem(line, long.offset, long.length, message, torn=torn, too_long=True)
 
 
 @dataclass(slots=True)
@@ -133,6 +143,13 @@ def read_transcript(
         fh.seek(state.offset)
         lines = WholeLines(fh, CHUNK, state.tail)
         for buf in lines:  # whole lines only: an unfinished one is in `lines.rest` at the end
+            if isinstance(buf, LongLine):  # over MAX_LINE_BYTES: its bytes were never kept
+                if offsets_append is not None:
+                    offsets_append(start)
+                problems.append(too_long_problem(line_no, buf))
+                start += buf.length + 1
+                line_no += 1
+                continue
             view, find, pos = memoryview(buf), buf.find, 0
             all_utf8 = buf.isascii() or _lines_utf8(buf, view)  # else each fast row is checked: bad UTF-8 gets its hint
             while (nl := find(b"\n", pos)) >= 0:  # the hot loop: one parse and one Row per line, nothing else
@@ -171,21 +188,31 @@ def read_transcript(
                 start += len(raw) + 1
                 line_no += 1
                 pos = nl + 1
-        pending = lines.rest
-    end = ReadState(start, line_no, b"")
-    if pending:
-        if offsets_append is not None:
-            offsets_append(start)
-        end = ReadState(start + len(pending), line_no, pending) if len(pending) <= MAX_TAIL else end
-        parsed = parse_line(pending, line_no, start, result.notes)
-        if isinstance(parsed, Row):
-            rows.append(parsed)
-            result.provisional = parsed
-        elif isinstance(parsed, LineProblem):
-            parsed.torn = True
-            result.unknown_tail = parsed
-    result.state = end
+    result.state = _read_tail(result, lines, ReadState(start, line_no, b""), offsets_append)
     return result
+
+
+def _read_tail(
+    result: ReadResult, lines: WholeLines, end: ReadState, offsets_append: Callable[[int], None] | None
+) -> ReadState:
+    """Take the unfinished last line `lines` left after the whole lines that end at `end`; returns where the next
+    read starts: after the line when it is kept (`MAX_TAIL`), else at its first byte."""
+    if lines.long_rest is None and not lines.rest:
+        return end
+    if offsets_append is not None:
+        offsets_append(end.offset)
+    if lines.long_rest is not None:
+        result.unknown_tail = too_long_problem(end.line, lines.long_rest, torn=True)
+        return end
+    pending = lines.rest
+    parsed = parse_line(pending, end.line, end.offset, result.notes)
+    if isinstance(parsed, Row):
+        result.rows.append(parsed)
+        result.provisional = parsed
+    elif isinstance(parsed, LineProblem):
+        parsed.torn = True
+        result.unknown_tail = parsed
+    return ReadState(end.offset + len(pending), end.line, pending) if len(pending) <= MAX_TAIL else end
 
 
 def read_entry(path: Path, row: Row) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import orjson
 
 from storage.fileopen import open_regular
-from storage.linechunks import WholeLines
+from storage.linechunks import LongLine, WholeLines
 from storage.paths import iter_project_dirs, iter_session_files, legacy_agent_files, subagent_files
 from storage.prices import one_hour_writes, response_cost
 
@@ -152,13 +152,17 @@ def response_from_entry(
 
 def assistant_lines(path: Path, start: int = 0) -> tuple[list[tuple[int, bytes]], int, bytes]:
     """From byte `start`: the (byte offset, bytes) of the whole lines holding the assistant marker, the
-    offset after the last whole line, and the unterminated tail (if any). Other lines are not parsed."""
+    offset after the last whole line, and the unterminated tail (if any). Other lines are not parsed, nor one over
+    `linechunks.MAX_LINE_BYTES` (not read at all; an unfinished one is left out of the tail, b"")."""
     found: list[tuple[int, bytes]] = []
     base = start  # file offset of buf[0]
     with open_regular(path) as fh:
         fh.seek(start)
         lines = WholeLines(fh, CHUNK)
         for buf in lines:  # whole lines only
+            if isinstance(buf, LongLine):
+                base += buf.length + 1
+                continue
             pos = 0
             while (at := buf.find(ASSISTANT_MARKER, pos)) >= 0:
                 begin = buf.rfind(b"\n", 0, at) + 1
