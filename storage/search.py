@@ -36,6 +36,7 @@ from storage.cache import cache_dir, private_dir, private_file
 from storage.fileopen import open_regular
 from storage.indexdb import APPENDED, SAME, Identity, compare
 from storage.jsonline import loads_line, scrub_surrogates
+from storage.linechunks import LongLine, WholeLines
 from storage.paths import (
     AGENT_FILE_RE,
     UUID_RE,
@@ -53,6 +54,10 @@ MAX_DOC = 20_000
 """Characters of one document kept for search (a huge tool result is cut)."""
 RANK_WINDOW = 2000
 """The most matches ranked for one query: the newest ones."""
+CHUNK = 8 * 1024 * 1024
+"""Bytes read at a time (in whole lines, `storage.linechunks`)."""
+Doc = tuple[str, str, str, str, int, str | None]
+"""One document as stored: (text, kind, session, path, line, uuid)."""
 
 _SCHEMA = """
 CREATE TABLE files (
@@ -157,6 +162,27 @@ class CatchUpStopped(Exception):
 def _stop_now(stop: threading.Event | None) -> None:
     if stop is not None and stop.is_set():
         raise CatchUpStopped("the search database's catch-up was stopped")
+
+
+def _documents_of(buf: bytes, session_id: str, path: str, line: int, rows: list[Doc]) -> int:
+    """Add to `rows` the documents of the user and assistant rows among the whole lines of `buf`, the first one
+    being line `line`; returns the number of the line after them."""
+    pos = 0
+    while (nl := buf.find(b"\n", pos)) >= 0:
+        raw = buf[pos:nl]
+        if b'"user"' in raw or b'"assistant"' in raw:
+            try:
+                entry = loads_line(raw)[0]
+            except ValueError:
+                entry = None
+            if isinstance(entry, dict):
+                uuid = entry.get("uuid") if isinstance(entry.get("uuid"), str) else None
+                for kind, text in documents(entry):
+                    if text.strip():
+                        rows.append((text[:MAX_DOC], kind, session_id, path, line, uuid))
+        pos = nl + 1
+        line += 1
+    return line
 
 
 class SearchIndex:
@@ -286,37 +312,31 @@ class SearchIndex:
 
     def _read(self, path: Path, session_id: str, offset: int, line: int) -> tuple[int, int]:
         """Index whole lines from `offset`; returns where the next read starts (an unfinished last
-        line waits for its newline)."""
+        line waits for its newline). A line over `linechunks.MAX_LINE_BYTES` is passed over unread."""
+        rows: list[Doc] = []
         with open_regular(path) as fh:
             fh.seek(offset)
-            data = fh.read()
-        pos = 0
-        rows = []
-        while (nl := data.find(b"\n", pos)) >= 0:
-            raw = data[pos:nl]
-            if b'"user"' in raw or b'"assistant"' in raw:
-                try:
-                    entry = loads_line(raw)[0]
-                except ValueError:
-                    entry = None
-                if isinstance(entry, dict):
-                    uuid = entry.get("uuid") if isinstance(entry.get("uuid"), str) else None
-                    for kind, text in documents(entry):
-                        if text.strip():
-                            rows.append((text[:MAX_DOC], kind, session_id, str(path), line, uuid))
-            pos = nl + 1
-            line += 1
+            for piece in WholeLines(fh, CHUNK, keep_rest=False):
+                if isinstance(piece, LongLine):
+                    offset, line = piece.offset + piece.length + 1, line + 1
+                    continue
+                line = _documents_of(piece, session_id, str(path), line, rows)
+                offset += len(piece)
         if rows:
-            newest = self.conn.execute("SELECT rowid FROM docs ORDER BY rowid DESC LIMIT 1").fetchone()
-            first = (newest[0] if newest else 0) + 1
-            self.conn.executemany(
-                "INSERT INTO docs (rowid, text, kind, session, path, line, uuid) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(first + n, *r) for n, r in enumerate(rows)],
-            )
-            self.conn.execute(
-                "INSERT INTO spans (path, first, last) VALUES (?, ?, ?)", (str(path), first, first + len(rows) - 1)
-            )
-        return offset + pos, line
+            self._insert_docs(str(path), rows)
+        return offset, line
+
+    def _insert_docs(self, path: str, rows: list[Doc]) -> None:
+        """Store one file's new documents under consecutive rowids, remembered in `spans`."""
+        newest = self.conn.execute("SELECT rowid FROM docs ORDER BY rowid DESC LIMIT 1").fetchone()
+        first = (newest[0] if newest else 0) + 1
+        self.conn.executemany(
+            "INSERT INTO docs (rowid, text, kind, session, path, line, uuid) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(first + n, *r) for n, r in enumerate(rows)],
+        )
+        self.conn.execute(
+            "INSERT INTO spans (path, first, last) VALUES (?, ?, ?)", (path, first, first + len(rows) - 1)
+        )
 
     def search(self, query: str, limit: int = 50, projects_dir: Path | None = None) -> list[Hit]:
         """The best `limit` matches of every word of `query` (the last one as a prefix)."""

@@ -33,6 +33,7 @@ from storage.access import resolve_target
 from storage.admission import admit
 from storage.errors import InvalidArgument, NotATranscript, StoreDiverged
 from storage.fileopen import open_regular
+from storage.linechunks import MAX_LINE_BYTES, LongLine, each_line
 from storage.livesession import config_dir_of
 from storage.paths import UUID_RE
 from storage.store_materialize import (
@@ -46,13 +47,20 @@ from storage.store_materialize import (
 )
 from storage.writequeue import append_lines
 
+CHUNK = 8 * 1024 * 1024
+LIMIT = f"{MAX_LINE_BYTES >> 20} MiB a line may have"
+
 
 def file_rows(path: Path) -> list[Any]:
     """The JSON value of every non-blank line of `path`; a line that does not parse is an error
-    (a local copy we push is one we or the CLI wrote whole)."""
+    (a local copy we push is one we or the CLI wrote whole), and so is one over `MAX_LINE_BYTES` (not read)."""
     rows = []
     with open_regular(path) as fh:
-        for number, line in enumerate(fh, 1):
+        for number, line in enumerate(each_line(fh, CHUNK), 1):
+            if isinstance(line, LongLine):
+                raise NotATranscript(
+                    f"{path}:{number}: a line of {line.length:,} bytes, over the {LIMIT}; nothing was sent"
+                )
             if not line.strip():
                 continue
             try:
