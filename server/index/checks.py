@@ -68,8 +68,10 @@ def _check_file(f: FileState, main: FileState | None, report: SessionReport) -> 
     out = report.diagnostics
     path = f.path
     for p in t.problems:
-        out.append(Diagnostic(path, p.line, "invalid-json", p.message))
-    if f.torn is not None:
+        out.append(Diagnostic(path, p.line, "line-too-long" if p.too_long else "invalid-json", p.message))
+    if f.torn is not None and f.torn.too_long:
+        out.append(Diagnostic(path, f.torn.line, "line-too-long", f.torn.message))
+    elif f.torn is not None:
         out.append(Diagnostic(path, f.torn.line, "torn-tail", "the last line is unfinished and does not parse"))
     for note in f.notes:
         out.append(Diagnostic(path, note.line, "lenient-json", f"the CLI reads this line: {note.message}"))

@@ -13,6 +13,7 @@ SEVERITY_RANK = {ERROR: 1, WARNING: 2, INFORMATION: 3, HINT: 4}
 CATALOGUE: dict[str, tuple[str, str]] = {
     "invalid-json": (ERROR, "a complete line that is not a JSON object; the CLI skips it"),
     "torn-tail": (WARNING, "the last line ends without a newline and does not parse (a torn write)"),
+    "line-too-long": (ERROR, "a line over 128 MiB (storage.linechunks.MAX_LINE_BYTES): not read, its row left out"),
     "parent-cycle": (ERROR, "parentUuid links that loop; naive readers hang on them"),
     "dangling-parent": (WARNING, "parentUuid found in no file: resume falls back or stops there"),
     "cross-file-parent": (WARNING, "parentUuid found only in another file of the project: resume stops there"),
