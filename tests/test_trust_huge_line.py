@@ -177,14 +177,16 @@ resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))
 from pathlib import Path
 path = Path(sys.argv[1])
 {body}
-peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+own = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+peak = max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 print(json.dumps({{"out": out, "peak_mb": peak // 1024}}))
 """
 
 
 def run_reader(body: str, path: Path) -> Any:
     """Run `body` (which sets `out` from `path`) in a process of its own; `out`, once the peak memory is checked (its
-    own, or that of a process it ran and waited for)."""
+    own, or that of a process it ran and waited for). Its own is VmHWM, not ru_maxrss, which counts the memory of
+    the process it was started from (the exec of a vfork keeps the parent's high-water mark)."""
     code = RUNNER.format(cap=ADDRESS_SPACE, body=body)
     try:
         done = subprocess.run(
