@@ -23,8 +23,15 @@ LIVENESS = 10.0
 
 
 class RawServer:
-    def __init__(self, *args: str, env: dict[str, str] | None = None, command: list[str] | None = None) -> None:
-        """`session-lsp serve --stdio ARGS`, run as `command` (default: this interpreter, `-m server.cli`)."""
+    def __init__(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        command: list[str] | None = None,
+        answer_requests: bool = True,
+    ) -> None:
+        """`session-lsp serve --stdio ARGS`, run as `command` (default: this interpreter, `-m server.cli`);
+        the server's own requests are answered with null unless `answer_requests` is False (kept in `asked`)."""
         self.proc = subprocess.Popen(
             [*(command or [sys.executable, "-m", "server.cli"]), "serve", "--stdio", *args],
             stdin=subprocess.PIPE,
@@ -35,6 +42,9 @@ class RawServer:
             env=env,
         )
         self._cond = threading.Condition()
+        self.answer_requests = answer_requests
+        self.asked: list[str] = []
+        """The methods of the server's own requests, in order."""
         self.responses: dict[Any, dict[str, Any]] = {}
         self.notifications: list[dict[str, Any]] = []
         self.arrivals: list[Any] = []
@@ -76,7 +86,10 @@ class RawServer:
                     self._cond.notify_all()
                 return
             if "method" in msg and "id" in msg:  # the server asks us something: say yes
-                self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+                with self._cond:
+                    self.asked.append(msg["method"])
+                if self.answer_requests:
+                    self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
                 continue
             with self._cond:
                 if "method" in msg:
@@ -133,12 +146,12 @@ class RawServer:
     def call(self, method: str, params: Any = None, timeout: float = 60.0) -> dict[str, Any]:
         return self.answer(self.request(method, params), timeout)
 
-    def initialize(self, projects: Path, **options: Any) -> None:
+    def initialize(self, projects: Path, capabilities: dict[str, Any] | None = None, **options: Any) -> None:
         reply = self.call(
             "initialize",
             {
                 "processId": os.getpid(),
-                "capabilities": {"window": {"workDoneProgress": True}},
+                "capabilities": {"window": {"workDoneProgress": True}} if capabilities is None else capabilities,
                 "initializationOptions": {"projectsDir": str(projects), **options},
             },
         )

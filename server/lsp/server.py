@@ -65,6 +65,8 @@ from storage.search import SearchIndex
 log = logging.getLogger(__name__)
 STORE_WAIT = 30.0
 """Seconds the first index waits for the stores' first read (a store that does not answer gives up sooner)."""
+PROGRESS_WAIT = 5.0
+"""Seconds the first index waits for the client to agree to show its progress (it goes on without)."""
 EXIT_GRACE = 1.5
 """Seconds that running turns get to record their interruption at `exit` before the process ends."""
 CANCEL_GRACE = 1.5
@@ -542,18 +544,31 @@ def initialized(ls: SessionServer, params: lsp.InitializedParams) -> None:
     threading.Thread(target=_initial_scan, args=(ls,), name="initial-scan", daemon=True).start()
 
 
+def _progress_created(ls: SessionServer, token: str) -> bool:
+    """Ask the client to show a progress of ours, when it says it can (`window.workDoneProgress`; LSP 3.15): True
+    once it agreed. Asked without pygls's callback, which raised into the log when the request was still
+    unanswered at exit (a client that never answers it)."""
+    window = ls.client_capabilities.window
+    if window is None or not window.work_done_progress:
+        return False
+    try:
+        ls.protocol.send_request(
+            lsp.WINDOW_WORK_DONE_PROGRESS_CREATE, lsp.WorkDoneProgressCreateParams(token=token)
+        ).result(timeout=PROGRESS_WAIT)
+    except Exception:  # refused, or not answered in time
+        return False
+    return True
+
+
 def _initial_scan(ls: SessionServer) -> None:
     assert ls.index is not None
     gate = contextlib.ExitStack()
     if ls.index.persist_enabled:  # a listing asked meanwhile waits for the first index, which stores every
         gate.enter_context(FILLS.running())  # summary and usage total, instead of reading every file beside it
     token = "session-lsp/indexing"
-    try:
-        ls.work_done_progress.create(token).result(timeout=5)
+    have_progress = _progress_created(ls, token)
+    if have_progress:
         ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title="Indexing Claude sessions", percentage=0))
-        have_progress = True
-    except Exception:  # the client may not support server-initiated progress
-        have_progress = False
 
     def progress(done: int, total: int) -> None:
         ls.give_way.wait()
