@@ -48,6 +48,26 @@ def scripted_model() -> Iterator[ScriptedModelServer]:
         yield model
 
 
+@pytest.fixture(scope="module")
+def claude() -> Path:
+    """The real CLI's executable (`realcli.find_claude`); its tests skip loudly without it, which fails under CI."""
+    from realcli import find_claude
+
+    found = find_claude()
+    if found is None:
+        msg = "REAL CLI NOT AVAILABLE: run scripts/setup.d/claude-cli.sh (or set SESSION_LSP_CLAUDE)"
+        print(f"\n{'!' * 70}\n{msg}\n{'!' * 70}", file=sys.stderr)
+        pytest.skip(msg)
+    return found
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ScriptedModelServer]:
+    """A scripted Messages API on loopback for one test module (modules needing other settings define their own)."""
+    with ScriptedModelServer() as m:
+        yield m
+
+
 @pytest.fixture(autouse=True)
 def private_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, scripted_model: ScriptedModelServer

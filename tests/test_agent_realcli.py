@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from realcli import run_claude
 from scripted_api import ScriptedModelServer, scripted_provider
 from test_agent_support import conversation
 
@@ -21,20 +22,8 @@ from storage.resume import resume
 
 pytestmark = [pytest.mark.realcli, pytest.mark.slow]
 
-try:
-    from realcli import find_claude, run_claude
-except ImportError:  # pragma: no cover
-    from tests.realcli import find_claude, run_claude
 
 SCENARIOS = ["plain", "one_tool", "parallel", "tool_error", "cancelled", "resumed"]
-
-
-@pytest.fixture(scope="module")
-def claude() -> Path:
-    found = find_claude()
-    if found is None:
-        pytest.skip("REAL CLI NOT AVAILABLE: run scripts/setup.d/claude-cli.sh (or set SESSION_LSP_CLAUDE)")
-    return found
 
 
 def _make(scenario: str, model: ScriptedModelServer, shop: Path, projects: Path) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from oracle import condensed, exact_differences
-from realcli import find_claude, run_claude
+from realcli import run_claude
 from scripted_api import ScriptedModelServer
 
 from storage.apiform import api_messages
@@ -61,14 +61,6 @@ def test_the_example_holds_a_bug_hunt_a_compaction_a_subagent_and_a_fork() -> No
     (fork,) = (s for s in sessions.values() if s.session_id not in (BUG_HUNT, AUDIT))
     assert fork.forked_from == {"sessionId": AUDIT, "messageUuid": None}
     assert _tool_calls(fork.path) == ["Agent", "Read", "Edit", "Edit", "Bash"]
-
-
-@pytest.fixture(scope="module")
-def claude() -> Path:
-    found = find_claude()
-    if found is None:
-        pytest.skip("REAL CLI NOT AVAILABLE: run scripts/setup.d/claude-cli.sh")
-    return found
 
 
 @pytest.mark.realcli

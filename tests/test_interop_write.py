@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import TESTS
 from oracle import SCRUBBED_REMINDER, differences
-from scripted_api import ScriptedModelServer
+from realcli import run_claude
 from writers.conversations import Script
 
 from storage.apiform import CONTINUE
@@ -28,29 +27,9 @@ from storage.resume import resume
 
 pytestmark = [pytest.mark.realcli, pytest.mark.slow]
 
-try:
-    from realcli import find_claude, run_claude
-except ImportError:  # pragma: no cover
-    from tests.realcli import find_claude, run_claude
 
 SYSTEM = "You are driven by a scripted test model. Be brief."
 FLAGS = ["--bare", "--system-prompt", SYSTEM, "--tools", "Read,Glob,Grep,Agent"]
-
-
-@pytest.fixture(scope="module")
-def claude() -> Path:
-    found = find_claude()
-    if found is None:
-        msg = "REAL CLI NOT AVAILABLE: interop tests SKIPPED (run scripts/setup.d/claude-cli.sh)"
-        print(f"\n{'!' * 70}\n{msg}\n{'!' * 70}", file=sys.stderr)
-        pytest.skip(msg)
-    return found
-
-
-@pytest.fixture(scope="module")
-def model() -> Any:
-    with ScriptedModelServer() as m:
-        yield m
 
 
 @pytest.fixture

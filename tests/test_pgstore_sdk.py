@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from claude_agent_sdk import (
     ClaudeAgentOptions,
     fold_session_summary,
@@ -21,7 +20,7 @@ from claude_agent_sdk import (
     project_key_for_directory,
     query,
 )
-from realcli import claude_env, find_claude
+from realcli import claude_env
 from scripted_api import ScriptedModelServer
 from test_interop_write import assert_cli_sees
 
@@ -30,16 +29,6 @@ from storage.pgstore import PostgresSessionStore
 
 NOT_MIRRORED = ("api-request",)
 """Row types the CLI writes to its local file but does not mirror (its request log)."""
-
-
-@pytest.fixture(scope="module")
-def claude() -> Path:
-    found = find_claude()
-    if found is None:
-        msg = "REAL CLI NOT AVAILABLE: SDK store tests SKIPPED (run scripts/setup.d/claude-cli.sh)"
-        print(f"\n{'!' * 70}\n{msg}\n{'!' * 70}", file=sys.stderr)
-        pytest.skip(msg)
-    return found
 
 
 def rows_of(path: Path) -> list[dict[str, Any]]:

@@ -10,31 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_api import ScriptedModelServer
+from realcli import run_claude
 from test_interop_write import FLAGS, assert_cli_sees, resume_with_cli
 
 from server.cli import main
 from storage.resume import resume
 from storage.sessions import read_session_info
-
-try:
-    from realcli import find_claude, run_claude
-except ImportError:  # pragma: no cover
-    from tests.realcli import find_claude, run_claude
-
-
-@pytest.fixture(scope="module")
-def claude() -> Path:
-    found = find_claude()
-    if found is None:
-        pytest.skip("REAL CLI NOT AVAILABLE: run scripts/setup.d/claude-cli.sh")
-    return found
-
-
-@pytest.fixture(scope="module")
-def model() -> Any:
-    with ScriptedModelServer() as m:
-        yield m
 
 
 def _drop_uuids(data: bytes) -> bytes:

@@ -7,22 +7,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+from realcli import run_claude
 from scripted_api import ScriptedModelServer
 
 pytestmark = [pytest.mark.realcli, pytest.mark.slow]
-
-try:
-    from realcli import find_claude, run_claude
-except ImportError:  # tests/ imported as a package
-    from tests.realcli import find_claude, run_claude
-
-
-@pytest.fixture(scope="module")
-def claude() -> Path:
-    found = find_claude()
-    if found is None:
-        pytest.skip("REAL CLI NOT AVAILABLE: run scripts/setup.d/claude-cli.sh (or set SESSION_LSP_CLAUDE)")
-    return found
 
 
 def test_read_turn_writes_linked_transcript(claude: Path, tmp_path: Path) -> None:

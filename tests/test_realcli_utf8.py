@@ -10,25 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
+from realcli import run_claude
 from scripted_api import ScriptedModelServer
 
 from storage.paths import project_folder_name
 
-try:
-    from realcli import find_claude, run_claude
-except ImportError:  # tests/ imported as a package
-    from tests.realcli import find_claude, run_claude
-
 REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def claude() -> Path:
-    found = find_claude()
-    if found is None:
-        pytest.skip("REAL CLI NOT AVAILABLE: run scripts/setup.d/claude-cli.sh (or set SESSION_LSP_CLAUDE)")
-    return found
 
 
 def texts(messages: list[dict[str, Any]]) -> list[str]:

@@ -7,11 +7,10 @@ CLI's, parented to the leaf we had read, so the CLI's turn was left on a branch 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from realcli import find_claude, run_claude
+from realcli import run_claude
 from scripted_api import ScriptedModelServer
 
 from storage.errors import InUse
@@ -21,20 +20,6 @@ from storage.resume import resume
 pytestmark = [pytest.mark.realcli]
 
 FLAGS = ["--bare", "--system-prompt", "You are driven by a scripted test model.", "--tools", "Read"]
-
-
-@pytest.fixture(scope="module")
-def claude() -> Path:
-    found = find_claude()
-    if found is None:
-        pytest.skip("REAL CLI NOT AVAILABLE (run scripts/setup.d/claude-cli.sh)")
-    return found
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as m:
-        yield m
 
 
 def test_a_cli_appending_before_our_first_append_stops_it(

@@ -8,12 +8,10 @@ binary cannot be found, and says so loudly."""
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from realcli import find_claude, run_claude
+from realcli import run_claude
 from scripted_api import ScriptedModelServer
 
 from storage.errors import InUse
@@ -22,22 +20,6 @@ from storage.recorder import SessionRecorder
 pytestmark = [pytest.mark.realcli]
 
 FLAGS = ["--bare", "--system-prompt", "You are driven by a scripted test model.", "--tools", "Read"]
-
-
-@pytest.fixture(scope="module")
-def claude() -> Path:
-    found = find_claude()
-    if found is None:
-        msg = "REAL CLI NOT AVAILABLE: two-writer test SKIPPED (run scripts/setup.d/claude-cli.sh)"
-        print(f"\n{'!' * 70}\n{msg}\n{'!' * 70}", file=sys.stderr)
-        pytest.skip(msg)
-    return found
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as m:
-        yield m
 
 
 def cli_resume(claude: Path, model: ScriptedModelServer, config: Path, shop: Path, target: str, prompt: str) -> str:
