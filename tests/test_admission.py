@@ -17,7 +17,7 @@ from lsprotocol import types as lsp
 from lspserver import SERVER, open_session
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
-from turnproc import ROOT, TurnProcess, cli_env, new_session, session_lsp
+from turnproc import ROOT, TurnProcess, cli_env, new_session, refused_while_held, session_lsp
 
 from server.lsp.server import to_plain
 
@@ -259,20 +259,7 @@ async def test_a_live_cli_session_refuses_our_writers(client: LanguageClient, pr
 def test_rename_and_tag_refused_while_a_turn_holds(projects: Path, work: Path, marker: str) -> None:
     sid, path = new_session(projects, work)
     holder = TurnProcess(projects, work, f"BASH sleep 600; echo {marker} holding", "--resume", sid, "--allow", "Bash")
-    try:
-        holder.wait_tool()  # admitted, and running a command that never ends
-        for args in (["rename", sid, "TITLE WHILE HELD"], ["tag", sid, "tag-while-held"]):
-            done = session_lsp(*args, "--projects-dir", str(projects), config=projects.parent)
-            lines = done.stderr.strip().splitlines()
-            assert done.returncode == 2 and len(lines) == 1, (args[0], done.returncode, done.stderr[-800:])
-            assert "in use" in lines[0] and f"pid {holder.pid}" in lines[0], lines[0]
-        holder.interrupt()
-        rc, _ = holder.wait(LIVENESS)
-        assert rc == 130
-    finally:
-        holder.kill()
-    text = path.read_text()
-    assert "TITLE WHILE HELD" not in text and "tag-while-held" not in text
+    refused_while_held(holder, sid, path, "--projects-dir", str(projects), config=projects.parent)
     # once the turn is over, the same rename goes through
     done = session_lsp("rename", sid, "TITLE AFTER", "--projects-dir", str(projects), config=projects.parent)
     assert done.returncode == 0, done.stderr

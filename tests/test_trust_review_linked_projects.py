@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from turnproc import TurnProcess, new_session, session_lsp
-
-LIVENESS = 10.0
+from turnproc import TurnProcess, new_session, refused_while_held, session_lsp
 
 
 def test_rename_and_tag_are_refused_while_a_turn_holds_a_linked_projects_folder(
@@ -25,20 +23,7 @@ def test_rename_and_tag_are_refused_while_a_turn_holds_a_linked_projects_folder(
     projects.symlink_to(disk / "projects")
     sid, path = new_session(projects, work)
     holder = TurnProcess(projects, work, f"BASH sleep 600; echo {marker} holding", "--resume", sid, "--allow", "Bash")
-    try:
-        holder.wait_tool()  # admitted, and running a command that never ends
-        for args in (["rename", sid, "TITLE WHILE HELD"], ["tag", sid, "tag-while-held"]):
-            done = session_lsp(*args, config=config)  # the default projects folder: $CLAUDE_CONFIG_DIR/projects
-            lines = done.stderr.strip().splitlines()
-            assert done.returncode == 2 and len(lines) == 1, (args[0], done.returncode, done.stderr[-800:])
-            assert "in use" in lines[0] and f"pid {holder.pid}" in lines[0], lines[0]
-        holder.interrupt()
-        rc, _ = holder.wait(LIVENESS)
-        assert rc == 130
-    finally:
-        holder.kill()
-    text = path.read_text()
-    assert "TITLE WHILE HELD" not in text and "tag-while-held" not in text
+    refused_while_held(holder, sid, path, config=config)  # the default projects folder: $CLAUDE_CONFIG_DIR/projects
     assert not (disk / "session-lsp").exists(), "a lock folder was made beside the real projects folder"
     done = session_lsp("rename", sid, "TITLE AFTER", config=config)
     assert done.returncode == 0, done.stderr

@@ -127,6 +127,26 @@ class TurnProcess:
             self.proc.wait()
 
 
+def refused_while_held(holder: TurnProcess, sid: str, path: Path, *extra: str, config: Path) -> None:
+    """While `holder` runs a command that never ends in session `sid`: `rename` and `tag` (with `extra` arguments,
+    as `config`'s user) are refused in one line naming the holder's pid; then the holder is interrupted, and
+    nothing of theirs is in `path`."""
+    try:
+        holder.wait_tool()  # admitted, and running a command that never ends
+        for args in (["rename", sid, "TITLE WHILE HELD"], ["tag", sid, "tag-while-held"]):
+            done = session_lsp(*args, *extra, config=config)
+            lines = done.stderr.strip().splitlines()
+            assert done.returncode == 2 and len(lines) == 1, (args[0], done.returncode, done.stderr[-800:])
+            assert "in use" in lines[0] and f"pid {holder.pid}" in lines[0], lines[0]
+        holder.interrupt()
+        rc, _ = holder.wait(10.0)
+        assert rc == 130
+    finally:
+        holder.kill()
+    text = path.read_text()
+    assert "TITLE WHILE HELD" not in text and "tag-while-held" not in text
+
+
 def live_with(marker: str) -> list[int]:
     """Pids of live processes (not zombies, not this one) whose argv holds `marker`, whatever runs them."""
     return [pid for pid, _ in _live_argv(marker)]
