@@ -43,7 +43,7 @@ def append_metadata(
     if not path.is_file():
         raise NotFound(f"no session file {path}")
     config = config_dir if config_dir is not None else config_dir_of(path.parent.parent)
-    with admit(path.stem, config_dir=config, register=False):
+    with admit(path.stem, config_dir=config, register=False, transcript=path):
         # the file exists: if it is moved away meanwhile, nothing is made in its place (`Vanished`)
         return append_lines(path, dump_line({**entry, "sessionId": path.stem}), fsync=fsync, create=False)
 

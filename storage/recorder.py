@@ -366,13 +366,22 @@ class SessionRecorder(_Writer):
         self._config_dir = config
         self._admission: Admission | None = None
         if mark_live:  # admitted before anything else is set up: a refused writer leaves nothing behind
-            self._admission = admit(session_id, config_dir=config, cwd=cwd, version=version, entrypoint=entrypoint)
+            # a resumed file is locked itself too, whatever name of its folder another writer comes by
+            self._admission = admit(
+                session_id,
+                config_dir=config,
+                cwd=cwd,
+                version=version,
+                entrypoint=entrypoint,
+                transcript=path if self.materialized else None,
+            )
         self._queue = WriteQueue(
             fsync=fsync,
             interval=interval,
             on_torn=self.torn_tails.append,
             trailer=self._trailer,
             sole_writer=mark_live,  # admitted: any byte not ours is another writer's
+            on_made=self._made,
         )
         if self.materialized:  # resumed: its file is never made again if it goes
             self._queue.expect(path, read_size)
@@ -492,6 +501,12 @@ class SessionRecorder(_Writer):
     def _queue_metadata(self, entry: dict[str, Any]) -> None:
         with self._lock:
             self._queue_row(self, entry, None, is_message=False)
+
+    def _made(self, path: Path) -> None:
+        """The session's new file was made by our first append: from now on it is locked itself too
+        (`Admission.hold_file`), as a resumed one is from the start."""
+        if path == self.path and self._admission is not None:
+            self._admission.hold_file(path)
 
     def _trailer(self, path: Path, keys: list[str | None]) -> bytes | None:
         """After a batch of main-file rows: a `last-prompt` whose `leafUuid` is the newest message,

@@ -161,7 +161,10 @@ async def push_session(store: Any, projects_dir: Path, project_key: str, session
     returns how many rows the store took (0 when it had them all; counted as the key's growth,
     so a concurrent writer's rows would count too)."""
     check_key(project_key, session_id)
-    with admit(session_id, config_dir=config_dir_of(Path(projects_dir)), register=False):
+    main = local_main(projects_dir, project_key, session_id)
+    # only read: a shared lock on the file keeps writers out (under any name of its folder), not other readers
+    held = resolve_target(projects_dir, path=main, access="read") if os.path.lexists(main) else None
+    with admit(session_id, config_dir=config_dir_of(Path(projects_dir)), register=False, transcript=held, shared=True):
         return await _push_streams(store, projects_dir, project_key, session_id)
 
 
@@ -195,7 +198,8 @@ async def bring_local(store: Any, projects_dir: Path, project_key: str, session_
     session = await load_session(store, project_key, session_id)
     if not os.path.lexists(main):
         return write_session(projects_dir, session)
-    with admit(session_id, config_dir=config_dir_of(projects_dir), register=False):
+    decided = resolve_target(projects_dir, path=main, access="write")  # the file is locked too, as it is appended
+    with admit(session_id, config_dir=config_dir_of(projects_dir), register=False, transcript=decided):
         _catch_up(projects_dir, session, main)
     return main
 

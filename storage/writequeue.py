@@ -170,10 +170,12 @@ class WriteQueue:
         on_torn: Callable[[TornTail], None] | None = None,
         trailer: Callable[[Path, list[str | None]], bytes | None] | None = None,
         sole_writer: bool = False,
+        on_made: Callable[[Path], None] | None = None,
     ) -> None:
         """`trailer(path, keys)` may return lines to end each batch for `path` with. A `sole_writer`
         queue (its writer was admitted, `storage.admission`) refuses to append to a file that changed
-        since its own last append to it (`ForeignAppend`), keeping the lines queued."""
+        since its own last append to it (`ForeignAppend`), keeping the lines queued. `on_made(path)` is
+        called after the append that made `path` (a file not `expect`ed, appended to for the first time)."""
         self.fsync = fsync
         self._ends: dict[Path, int] | None = {} if sole_writer else None
         self._existing: set[Path] = set()
@@ -182,6 +184,7 @@ class WriteQueue:
         """Files whose folder exists (told by `expect_folder`): the file may be made, the folder never again."""
         self.interval = interval
         self.on_torn = on_torn
+        self.on_made = on_made
         self.trailer = trailer
         self.sealed: list[TornTail] = []
         self._pending: list[_Pending] = []
@@ -285,6 +288,8 @@ class WriteQueue:
                         continue
                     with self._lock:
                         self._existing.add(path)
+                    if create and self.on_made is not None:
+                        self.on_made(path)
                     if torn is not None:
                         result.sealed.append(torn)
                         self.sealed.append(torn)

@@ -96,10 +96,15 @@ class ClaudeCliProvider:
         env.pop("SESSION_LSP_TOKEN", None)  # the CLI's own tools have no use for this server's secret
         if request.projects_dir is not None:
             env["CLAUDE_CONFIG_DIR"] = str(projects.parent)
-        cwd, session_id, before = self._target(request, projects)
-        cmd, session_id = self.command(request, session_id, cwd)
-        # the real CLI registers itself; our lock keeps our other writers out until it has ended
-        admission = admit(session_id, config_dir=projects.parent, cwd=cwd, register=False) if session_id else None
+        cwd, path, before = self._target(request, projects)
+        cmd, session_id = self.command(request, path.stem if path is not None else None, cwd)
+        # the real CLI registers itself; our lock keeps our other writers out until it has ended, the file's own lock
+        # (which the CLI does not take, nor is held back by) also those that come by another name of its folder
+        admission = (
+            admit(session_id, config_dir=projects.parent, cwd=cwd, register=False, transcript=path)
+            if session_id
+            else None
+        )
         try:
             return self._run(cmd, cwd, env, projects, session_id, before, on_event, cancel)
         finally:
@@ -158,8 +163,8 @@ class ClaudeCliProvider:
         on_event(TurnEvent("done", result.to_json()))
         return result
 
-    def _target(self, request: TurnRequest, projects: Path) -> tuple[str, str | None, set[str]]:
-        """(cwd to run in, session id to resume or None, uuids already in its file)."""
+    def _target(self, request: TurnRequest, projects: Path) -> tuple[str, Path | None, set[str]]:
+        """(cwd to run in, the decided file of the session to resume or None, uuids already in its file)."""
         from server.agent.session import find_session, sandbox_root
 
         mode = request.mode if request.mode != "auto" else ("resume" if request.session else "new")
@@ -172,7 +177,7 @@ class ClaudeCliProvider:
         else:
             raise InvalidArgument(f"mode {mode} needs a session")
         recorded = _recorded_cwd(path) or "."
-        return str(sandbox_root(request.cwd, recorded, config=projects.parent)), path.stem, set(_uuids(path))
+        return str(sandbox_root(request.cwd, recorded, config=projects.parent)), path, set(_uuids(path))
 
 
 def _recorded_cwd(path: Path) -> str | None:
@@ -236,8 +241,8 @@ def _relay(event: dict[str, Any], on_event: Callable[[TurnEvent], None]) -> None
 
 
 def _interrupt(proc: subprocess.Popen[str]) -> None:
-    """SIGINT the CLI's process group (it records the interruption; its supervisor ignores it), then kill the
-    whole tree if it lingers."""
+    """SIGINT the CLI's process group (it records the interruption): its supervisor, alone in its own group, passes
+    it on; then kill the whole tree if it lingers."""
 
     def escalate() -> None:
         try:
