@@ -79,6 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not hasattr(args, "func"):
         parser.error(f"unknown command {args.command!r}")
+    if argv is None and args.command in ("serve", "turn"):
+        # the program itself, which runs turns (not a caller's in-process `main([...])`: becoming a subreaper would
+        # change where every orphan below that caller goes): what a Bash command's killed supervisor leaves comes
+        # to this process, to be ended (`processes.sweep`)
+        from server.agent.tools.processes import contain
+
+        contain()
     try:
         return int(args.func(args) or 0)
     except SessionLspError as exc:

@@ -63,7 +63,8 @@ def test_a_cancel_ends_every_process_a_spawning_loop_started(server: RawServer, 
 def test_a_command_that_kills_its_supervisor_does_not_run_on(work: Path, marker: str) -> None:
     """The command kills the supervisor holding it, then goes on: before, the call returned at once (exit -9) and
     the command ran on in its process group, held by no one (no timeout, cancel or exit of session-lsp reached it).
-    What it started with `setsid` first is out of reach of this fix (see the report): only the group is ended."""
+    Run in-process (no `contain()`), what it started with `setsid` first is out of reach: only the command's session
+    is ended (`serve` and `turn` end the rest: `test_trust_review_supervisor_killed.py`)."""
     command = f"kill -9 $PPID; bash -c 'sleep 600; : {marker}'; sleep 600; : {marker}"
     out = run_calls(
         [ToolCall("b", "Bash", {"command": command, "timeout": 600_000})], make_tools(["Bash"]), ToolContext(work)

@@ -30,7 +30,7 @@ class Drain:
         os.set_blocking(self._wake_w, False)
         self._selector.register(self._wake_r, selectors.EVENT_READ)
         self._streams: dict[int, tuple[IO[bytes], Callable[[bytes], None], threading.Event]] = {}
-        self._waited: list[subprocess.Popen[Any]] = []
+        self._waited: list[tuple[subprocess.Popen[Any], Callable[[subprocess.Popen[Any]], None] | None]] = []
         self._thread: threading.Thread | None = None
 
     def read(self, stream: IO[bytes], take: Callable[[bytes], None]) -> threading.Event:
@@ -43,10 +43,10 @@ class Drain:
             self._start()
         return ended
 
-    def reap(self, proc: subprocess.Popen[Any]) -> None:
-        """Wait for `proc` (no zombie is left once it ends)."""
+    def reap(self, proc: subprocess.Popen[Any], ended: Callable[[subprocess.Popen[Any]], None] | None = None) -> None:
+        """Wait for `proc` (no zombie is left once it ends); then `ended(proc)`, on this module's thread."""
         with self._lock:
-            self._waited.append(proc)
+            self._waited.append((proc, ended))
             self._start()
 
     def _start(self) -> None:
@@ -60,7 +60,12 @@ class Drain:
     def _run(self) -> None:
         while True:
             with self._lock:
-                self._waited = [p for p in self._waited if p.poll() is None]
+                done = [(p, then) for p, then in self._waited if p.poll() is not None]
+                self._waited = [(p, then) for p, then in self._waited if p.returncode is None]
+            for proc, then in done:
+                if then is not None:
+                    then(proc)
+            with self._lock:
                 if not self._streams and not self._waited:
                     self._thread = None
                     return

@@ -4,18 +4,29 @@ and every descendant, including those that left the group (`setsid`) and whose p
 A command runs under `supervise.py`, a child subreaper that holds its whole tree (an orphan of the tree
 becomes the supervisor's child instead of init's) and kills all of it when this process dies by any
 signal: each supervisor reads the lifeline, a pipe whose write end only this process holds, and the
-kernel closes it however this process ends.
+kernel closes it however this process ends. The supervisor is a process group of its own in this process's
+session, the command the leader of a session of its own: a supervisor the command stopped (SIGSTOP) is woken by
+the kernel when this process dies (an orphaned process group with a stopped member gets SIGHUP and SIGCONT).
+
+A command can also kill its supervisor (`kill -9 $PPID`): what the supervisor held is orphaned. A process that
+runs turns (`serve`, `turn`) calls `contain()` first: it becomes a child subreaper itself, so those orphans come to
+it, and each time a supervisor is found dead (`sweep()`) it kills every child of its own that is in a session
+not its own, with all below it. Only the tree of a command is ever in another session: what this process starts
+itself (supervisors, workers, guards) stays in its session, and a session cannot be joined, only inherited or made
+(`setsid`), so nothing of a command can pass for one of ours.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import select
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +36,8 @@ from server.agent.tools.drain import DRAIN
 from server.agent.tools.supervise import KILL_ROUNDS, descendants
 
 SUPERVISOR = Path(__file__).with_name("supervise.py")
+SWEEP_WAIT_S = 1.0
+"""How long `kill_tree` waits for a killed supervisor to be gone before sweeping what it left."""
 
 _lifeline: tuple[int, int] | None = None
 """(read end, write end) of this process's lifeline; the write end stays open, unused, until the process ends."""
@@ -55,10 +68,89 @@ def _forget_lifeline() -> None:
 
 os.register_at_fork(after_in_child=_forget_lifeline)
 
+PR_SET_CHILD_SUBREAPER = 36
+_contained = False
+"""This process is a child subreaper that sweeps what a dead supervisor left (`contain()`)."""
+
+
+def contain() -> bool:
+    """Make this process (one that runs turns) a child subreaper: what a supervisor killed by its own command
+    orphans comes to it instead of init, and `sweep()` ends it. False where that is not possible (not Linux)."""
+    global _contained
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        _contained = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        _contained = False
+    return _contained
+
+
+def _not_contained() -> None:
+    global _contained
+    _contained = False  # a forked child is no subreaper (the kernel does not pass it on)
+
+
+os.register_at_fork(after_in_child=_not_contained)
+
+
+def sweep() -> None:
+    """Kill, and reap, every child of this process in a session not its own, with everything below it: what
+    supervisors that died left (only a command's tree leaves this process's session). Round after round, for a
+    tree that forks while it is killed. Nothing when this process is not `contain()`ed: orphans go to init."""
+    if not _contained:
+        return
+    me, mine = os.getpid(), os.getsid(0)
+    for _ in range(KILL_ROUNDS):
+        table = _processes()
+        strays = [pid for pid, (_, ppid, sid) in table.items() if ppid == me and sid != mine]
+        living = [pid for pid in strays if table[pid][0] != "Z"]
+        living += [pid for stray in strays for pid in _below(stray, table)]
+        _kill_each(living)
+        for pid in strays:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # only these pids: another child's status is its Popen's to take
+        if not living:
+            return
+        time.sleep(0.01)
+
+
+def _processes() -> dict[int, tuple[str, int, int]]:
+    """Every process, from /proc: pid to (state, parent pid, session id)."""
+    table: dict[int, tuple[str, int, int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return table
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            table[int(name)] = (fields[0], int(fields[1]), int(fields[3]))
+        except (OSError, IndexError, ValueError):
+            continue
+    return table
+
+
+def _below(pid: int, table: dict[int, tuple[str, int, int]]) -> list[int]:
+    """The living processes below `pid` in `table`."""
+    children: dict[int, list[int]] = {}
+    for child, (_, ppid, _) in table.items():
+        children.setdefault(ppid, []).append(child)
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            todo.append(child)
+            if table[child][0] != "Z":
+                found.append(child)
+    return found
+
 
 class Supervised:
-    """`argv` started under the supervisor, in a session of its own, its output on pipes (`popen`: more of
-    `subprocess.Popen`'s arguments, such as `text`)."""
+    """`argv` started under the supervisor (a process group of its own), in a session of its own, its output on
+    pipes (`popen`: more of `subprocess.Popen`'s arguments, such as `text`)."""
 
     def __init__(self, argv: list[str], *, cwd: str, env: Mapping[str, str] | None, **popen: Any) -> None:
         conceal_process()  # before anything of the model's runs: it could read this process's environment
@@ -72,7 +164,7 @@ class Supervised:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                start_new_session=True,
+                process_group=0,  # in our session: see the module's docstring
                 pass_fds=(line, status_w),
                 **popen,
             )
@@ -82,6 +174,9 @@ class Supervised:
         finally:
             os.close(status_w)
         self.returncode: int | None = None
+        self.command: int | None = None
+        """The command's pid, once the supervisor said it (the leader of the command's session and group)."""
+        self._said = b""
 
     def wait(self, timeout: float | None = None) -> int:
         """The command's exit status (negative: the signal that ended it), once the command itself ended;
@@ -90,21 +185,30 @@ class Supervised:
             return self.returncode
         waiting = select.poll()  # not select(): a busy server's descriptors may number past FD_SETSIZE
         waiting.register(self._status, select.POLLIN)
-        if not waiting.poll(None if timeout is None else max(0, int(timeout * 1000))):
-            raise subprocess.TimeoutExpired(self.proc.args, timeout or 0)
-        data = b""
-        while chunk := os.read(self._status, 64):
-            data += chunk
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:  # the command's pid and a newline, then its exit status, then end of file
+            left = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+            if not waiting.poll(left):
+                raise subprocess.TimeoutExpired(self.proc.args, timeout or 0)
+            chunk = os.read(self._status, 64)
+            self._said += chunk
+            pid, said, status = self._said.partition(b"\n")
+            if said and self.command is None:
+                self.command = int(pid)
+            if not chunk:
+                break
         os.close(self._status)
-        if data:
-            self.returncode = int(data)
+        if status:
+            self.returncode = int(status)
         else:  # the supervisor itself was killed before the command ended (by the command, `kill -9 $PPID`):
-            # its group would run on, held by no one, past the call, a cancel and session-lsp itself; its pid is
-            # still the group's (the supervisor is not reaped yet), so this reaches no one else
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
+            # the command's session would run on, held by no one, past the call, a cancel and session-lsp itself.
+            # Its session is killed (its leader, a child of init or of ours now, is seldom reaped this soon), and
+            # once the supervisor is gone (its orphans are ours then, when contained) everything it left
+            if self.command is not None:
+                _kill_each([pid for pid, (_, _, sid) in _processes().items() if sid == self.command])
             self.returncode = self.proc.wait()
-        DRAIN.reap(self.proc)  # it stays while a background job of the command runs
+            sweep()
+        DRAIN.reap(self.proc, ended=_ended)  # it stays while a background job of the command runs
         return self.returncode
 
     def kill(self) -> None:
@@ -112,15 +216,20 @@ class Supervised:
         kill_tree(self.proc)
 
 
+def _ended(proc: subprocess.Popen[Any]) -> None:
+    """A supervisor the drain waited for ended: if something killed it (a job of its command), sweep what it left."""
+    if proc.returncode is not None and proc.returncode < 0:
+        sweep()
+
+
 def kill_tree(proc: subprocess.Popen[Any]) -> None:
-    """SIGKILL the whole tree of `proc`, which was started as the leader of its own session: first everything below
-    it, round after round while `proc` (the supervisor, a subreaper) is alive to take in what a dying process
-    orphans (a loop starting `setsid` children would otherwise hand those started after one look at the tree to
-    init, out of reach), then `proc` with its process group, and what is left below. Once `proc` was reaped its pid
-    may be another process's: only its group is killed then."""
-    if proc.returncode is not None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+    """SIGKILL the whole tree of `proc` (a supervisor, the leader of its own process group): first everything below
+    it, round after round while `proc` (a subreaper) is alive to take in what a dying process orphans (a loop
+    starting `setsid` children would otherwise hand those started after one look at the tree to init, out of
+    reach), then `proc` with its process group, and what is left below; when contained, what raced it is swept once
+    it is gone. Once `proc` was reaped its pid may be another process's: it is not walked or killed then."""
+    if proc.returncode is not None:  # it ended once its tree had (or was killed, and its orphans are ours)
+        sweep()
         return
     for _ in range(KILL_ROUNDS):
         below = descendants(proc.pid, living=True)
@@ -133,6 +242,10 @@ def kill_tree(proc: subprocess.Popen[Any]) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     _kill_each(tree)
+    if _contained:  # what raced the kill is ours once the supervisor is gone
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=SWEEP_WAIT_S)
+        sweep()
 
 
 def _kill_each(pids: list[int]) -> None:

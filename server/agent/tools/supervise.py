@@ -1,20 +1,26 @@
 """The program a Bash command runs under: it holds the command's whole process tree, and ends all of it
 when session-lsp dies, by any signal (SIGKILL included) or exit.
 
-Run isolated (`python -I -S supervise.py LIFELINE STATUS ARGV...`, by `processes.Supervised`), as the
-leader of a session of its own. It marks itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`), so
-every orphan of the tree, even one that left the session (`setsid`), becomes its child; starts ARGV;
-writes ARGV's exit status to the STATUS descriptor the moment ARGV ends; then stays while anything of
-the tree is left (a background job outlives its shell, but not session-lsp). LIFELINE is the read end
-of a pipe whose write end only session-lsp holds: when it reads end of file, session-lsp is gone, and
-every process below is ended: the command's process group gets SIGINT first (the real CLI records the
-interruption), and after `GRACE_S` (or at once, if the command already ended) everything left gets SIGKILL.
-SIGTERM and SIGHUP do the same; SIGINT is the command's to take, not ours (an interrupt sent to the group
-reaches the command). Standard library only.
+Run isolated (`python -I -S supervise.py LIFELINE STATUS ARGV...`, by `processes.Supervised`), as a process group
+of its own in session-lsp's session. It marks itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`), so
+every orphan of the tree, even one that left the session (`setsid`), becomes its child; starts ARGV as the
+leader of a session of its own (no controlling terminal; its process group is its pid); writes ARGV's pid and a
+newline to the STATUS descriptor, and ARGV's exit status the moment ARGV ends; then stays while anything of the
+tree is left (a background job outlives its shell, but not session-lsp). LIFELINE is the read end of a pipe whose
+write end only session-lsp holds: when it reads end of file, session-lsp is gone, and every process below is
+ended: the command's process group gets SIGINT first (the real CLI records the interruption), and after
+`GRACE_S` (or at once, if the command already ended, or this process was stopped meanwhile) everything left gets
+SIGKILL. SIGTERM and SIGHUP do the same; SIGINT is passed on to the command's process group.
+
+A command that stops this process (`kill -STOP $PPID`) keeps it from reading the lifeline, but not for good: its
+process group's only tie outside is session-lsp, in the same session, so when session-lsp dies the group is
+orphaned, and the kernel sends an orphaned group with a stopped member SIGHUP and SIGCONT (POSIX job control).
+Standard library only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import select
@@ -24,6 +30,7 @@ import time
 
 PR_SET_CHILD_SUBREAPER = 36
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
+HANDLED = (signal.SIGCHLD, signal.SIGINT, signal.SIGCONT, *STOPPING)
 GRACE_S = 3.0
 """How long the command has to end after SIGINT, when session-lsp is gone, before everything is killed."""
 KILL_ROUNDS = 100
@@ -100,10 +107,11 @@ def _start(argv: list[str], closing: list[int]) -> int:
         return pid
     try:
         signal.set_wakeup_fd(-1)
-        for sig in (signal.SIGCHLD, signal.SIGINT, *STOPPING):
+        for sig in HANDLED:
             signal.signal(sig, signal.SIG_DFL)
         for fd in closing:
             os.close(fd)
+        os.setsid()  # out of session-lsp's session (and its terminal), and out of our group: ours is ours alone
         os.execvp(argv[0], argv)
     except OSError as exc:
         os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
@@ -119,15 +127,19 @@ def main(args: list[str]) -> int:
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
-    for sig in (signal.SIGCHLD, *STOPPING):
+    for sig in HANDLED:
         signal.signal(sig, lambda *_: None)  # the wakeup descriptor says which came
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     command = _start(argv, [lifeline, status_fd, wake_r, wake_w])
+    try:
+        os.write(status_fd, f"{command}\n".encode())
+    except OSError:
+        pass
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)  # the command's output is its tree's to hold, not ours
     os.close(null)
     running = True
+    stopped = False
     while True:
         for pid, status in _reap():
             if pid == command and running:
@@ -143,10 +155,13 @@ def main(args: list[str]) -> int:
             ready, _, _ = select.select([lifeline, wake_r], [], [])
         except InterruptedError:
             continue
-        if (lifeline in ready and not os.read(lifeline, 1)) or (
-            wake_r in ready and any(sig in STOPPING for sig in os.read(wake_r, 256))
-        ):
-            if running:
+        came = os.read(wake_r, 256) if wake_r in ready else b""
+        stopped = stopped or signal.SIGCONT in came
+        if running and signal.SIGINT in came:
+            with contextlib.suppress(OSError):
+                os.killpg(command, signal.SIGINT)  # not reaped yet: its pid is still its group's
+        if (lifeline in ready and not os.read(lifeline, 1)) or any(sig in STOPPING for sig in came):
+            if running and not stopped:
                 _interrupt(command)
             kill_all_below()
             return 0 if not running else 137
@@ -155,7 +170,7 @@ def main(args: list[str]) -> int:
 def _interrupt(command: int) -> None:
     """SIGINT the command's process group, and give the command `GRACE_S` to end."""
     try:
-        os.killpg(os.getpgid(0), signal.SIGINT)  # ours too, ignored
+        os.killpg(command, signal.SIGINT)
     except OSError:
         return
     deadline = time.monotonic() + GRACE_S
