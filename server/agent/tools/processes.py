@@ -33,7 +33,7 @@ from typing import Any
 
 from server.agent.tools.concealed import conceal_process
 from server.agent.tools.drain import DRAIN
-from server.agent.tools.supervise import KILL_ROUNDS, descendants
+from server.agent.tools.supervise import KILL_ROUNDS, below, descendants, process_table
 
 SUPERVISOR = Path(__file__).with_name("supervise.py")
 SWEEP_WAIT_S = 1.0
@@ -101,10 +101,10 @@ def sweep() -> None:
         return
     me, mine = os.getpid(), os.getsid(0)
     for _ in range(KILL_ROUNDS):
-        table = _processes()
+        table = process_table()
         strays = [pid for pid, (_, ppid, sid) in table.items() if ppid == me and sid != mine]
         living = [pid for pid in strays if table[pid][0] != "Z"]
-        living += [pid for stray in strays for pid in _below(stray, table)]
+        living += [pid for stray in strays for pid in below(stray, table)]
         _kill_each(living)
         for pid in strays:
             with contextlib.suppress(ChildProcessError):
@@ -112,40 +112,6 @@ def sweep() -> None:
         if not living:
             return
         time.sleep(0.01)
-
-
-def _processes() -> dict[int, tuple[str, int, int]]:
-    """Every process, from /proc: pid to (state, parent pid, session id)."""
-    table: dict[int, tuple[str, int, int]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return table
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            table[int(name)] = (fields[0], int(fields[1]), int(fields[3]))
-        except (OSError, IndexError, ValueError):
-            continue
-    return table
-
-
-def _below(pid: int, table: dict[int, tuple[str, int, int]]) -> list[int]:
-    """The living processes below `pid` in `table`."""
-    children: dict[int, list[int]] = {}
-    for child, (_, ppid, _) in table.items():
-        children.setdefault(ppid, []).append(child)
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            todo.append(child)
-            if table[child][0] != "Z":
-                found.append(child)
-    return found
 
 
 class Supervised:
@@ -205,7 +171,7 @@ class Supervised:
             # Its session is killed (its leader, a child of init or of ours now, is seldom reaped this soon), and
             # once the supervisor is gone (its orphans are ours then, when contained) everything it left
             if self.command is not None:
-                _kill_each([pid for pid, (_, _, sid) in _processes().items() if sid == self.command])
+                _kill_each([pid for pid, (_, _, sid) in process_table().items() if sid == self.command])
             self.returncode = self.proc.wait()
             sweep()
         DRAIN.reap(self.proc, ended=_ended)  # it stays while a background job of the command runs
@@ -232,10 +198,10 @@ def kill_tree(proc: subprocess.Popen[Any]) -> None:
         sweep()
         return
     for _ in range(KILL_ROUNDS):
-        below = descendants(proc.pid, living=True)
-        if not below:
+        left = descendants(proc.pid, living=True)
+        if not left:
             break
-        _kill_each(below)
+        _kill_each(left)
     tree = descendants(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)

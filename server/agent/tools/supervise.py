@@ -37,31 +37,44 @@ KILL_ROUNDS = 100
 """Rounds of killing what is below, for a tree that forks while it is being killed."""
 
 
-def descendants(pid: int, *, living: bool = False) -> list[int]:
-    """Pids whose parent chain leads to `pid`, from /proc (empty where there is no /proc); `living`: no zombie (one
-    that ended and is not yet reaped, which killing again does nothing to)."""
-    children: dict[int, list[int]] = {}
+def process_table() -> dict[int, tuple[str, int, int]]:
+    """Every process, from /proc (empty where there is none): pid to (state, parent pid, session id)."""
+    table: dict[int, tuple[str, int, int]] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
-        return []
+        return table
     for name in names:
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+            table[int(name)] = (fields[0], int(fields[1]), int(fields[3]))
+        except (OSError, IndexError, ValueError):
             continue
-        if not (living and fields[0] == "Z"):
-            children.setdefault(int(fields[1]), []).append(int(name))
+    return table
+
+
+def below(pid: int, table: dict[int, tuple[str, int, int]], *, living: bool = True) -> list[int]:
+    """The processes below `pid` in `table` (`process_table`); `living`: no zombie (one that ended and is not yet
+    reaped, which killing again does nothing to)."""
+    children: dict[int, list[int]] = {}
+    for child, (_, ppid, _) in table.items():
+        children.setdefault(ppid, []).append(child)
     found: list[int] = []
     todo = [pid]
     while todo:
         for child in children.get(todo.pop(), []):
-            found.append(child)
             todo.append(child)
+            if not (living and table[child][0] == "Z"):
+                found.append(child)
     return found
+
+
+def descendants(pid: int, *, living: bool = False) -> list[int]:
+    """Pids whose parent chain leads to `pid`, from /proc (empty where there is no /proc); `living`: no zombie."""
+    return below(pid, process_table(), living=living)
 
 
 def _reap() -> list[tuple[int, int]]:
@@ -89,10 +102,10 @@ def kill_all_below() -> None:
     """SIGKILL every process below this one, round after round until none is left, reaping them."""
     me = os.getpid()
     for _ in range(KILL_ROUNDS):
-        below = [pid for pid in descendants(me) if pid != me]
-        if not below:
+        left = [pid for pid in descendants(me) if pid != me]
+        if not left:
             break
-        for pid in below:
+        for pid in left:
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
