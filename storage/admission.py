@@ -202,8 +202,9 @@ def lock_file(session_id: str, transcript: Path, *, shared: bool = False) -> int
     kind = fcntl.F_RDLCK if shared else fcntl.F_WRLCK
     try:
         # read and write: the shared lock needs read access, the exclusive one write access, the probe for the
-        # holder's name either; never created (no O_CREAT) nor cut (no O_TRUNC)
-        fd = open_decided(transcript, os.O_RDONLY if shared else os.O_RDWR)
+        # holder's name either; never created (no O_CREAT) nor cut (no O_TRUNC); appending (nothing is written through
+        # it), as every writer opens it: an append-only file (`chattr +a`) refuses a writable open without O_APPEND
+        fd = open_decided(transcript, os.O_RDONLY if shared else os.O_RDWR | os.O_APPEND)
     except FileNotFoundError as exc:
         raise NotFound(f"no session file {transcript} (moved or deleted since it was found); nothing written") from exc
     except OSError as exc:  # a read-only file, an I/O error
