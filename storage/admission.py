@@ -69,6 +69,22 @@ def _holder(fd: int) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+_HELD: set[int] = set()
+"""The lock descriptors of this process's admissions. A forked child (the index's worker processes) closes its
+copies at once: they share the locks' open file descriptions, which would hold the session after its writer's
+`release()` until the child ended."""
+
+
+def _forget_held() -> None:
+    for fd in list(_HELD):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_forget_held)
+
+
 class Admission:
     """The right to write one session, from `admit()` until `release()`."""
 
@@ -77,6 +93,7 @@ class Admission:
         self._fd: int | None = fd
         self._mark = mark
         self._file_fd = file_fd
+        _HELD.update(d for d in (fd, file_fd) if d is not None)
 
     @property
     def holds_file(self) -> bool:
@@ -97,6 +114,8 @@ class Admission:
         if self._file_fd is None:
             with contextlib.suppress(OSError, SessionLspError):
                 self._file_fd = lock_file(self.session_id, transcript)
+            if self._file_fd is not None:
+                _HELD.add(self._file_fd)
         return self._file_fd is not None
 
     def release(self) -> None:
@@ -104,9 +123,11 @@ class Admission:
             self._mark.release()
             self._mark = None
         if self._file_fd is not None:
+            _HELD.discard(self._file_fd)
             os.close(self._file_fd)  # the last descriptor of its open file description: the OFD locks go
             self._file_fd = None
         if self._fd is not None:
+            _HELD.discard(self._fd)
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, 0)
             os.close(self._fd)  # closing drops the flock

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -294,3 +295,23 @@ def test_adopt_in_one_process_is_refused_while_another_holds(projects: Path, wor
     finally:
         holder.stdin.close()  # type: ignore[union-attr]
         holder.wait(timeout=LIVENESS)
+
+
+def test_a_forked_child_does_not_keep_a_released_session(projects: Path, work: Path) -> None:
+    """A process forked while a writer is admitted (the server's index workers) shares the locks' open file
+    descriptions; once the writer releases, the session is free though the child still runs."""
+    from storage.admission import admit
+
+    sid, path = new_session(projects, work)
+    held = admit(sid, config_dir=projects.parent, register=False, transcript=path)
+    child = os.fork()
+    if child == 0:  # the forked child: it only lives on for a while, as a worker does
+        time.sleep(5)
+        os._exit(0)
+    try:
+        held.release()
+        with admit(sid, config_dir=projects.parent, register=False, transcript=path) as again:
+            assert again.held and again.holds_file
+    finally:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
