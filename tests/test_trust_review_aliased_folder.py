@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from realcli import OFFLINE_ENV, find_claude, run_claude
+from realcli import OFFLINE_ENV, run_claude
 from scripted_api import ScriptedModelServer
 from turnproc import ROOT, TurnProcess, cli_env, new_session, session_lsp
 
@@ -62,6 +62,20 @@ def _assert_all_refused(
     assert tag.encode() not in after
 
 
+def _refused_until_interrupted(
+    holder: TurnProcess, sid: str, work: Path, projects: Path, path: Path, tag: str, pid: int
+) -> None:
+    """Once `holder` runs its command that never ends: every write through `projects` refused; then it is interrupted."""
+    try:
+        holder.wait_tool()
+        _assert_all_refused(sid, work, projects, path, tag, pid)
+        holder.interrupt()
+        rc, _ = holder.wait(LIVENESS)
+        assert rc == 130, holder.stderr[-1500:]
+    finally:
+        holder.kill()
+
+
 def _assert_all_admitted(sid: str, work: Path, projects: Path, path: Path, tag: str) -> None:
     for args in _writes(sid, work, projects, tag):
         done = session_lsp(*args, config=projects.parent)
@@ -79,14 +93,7 @@ def test_a_turn_through_one_name_keeps_out_writers_through_the_other(tmp_path: P
     linked, real = _two_names(tmp_path)
     sid, path = new_session(real, work)
     holder = TurnProcess(linked, work, f"BASH sleep 600; echo {marker} holding", "--resume", sid, "--allow", "Bash")
-    try:
-        holder.wait_tool()  # admitted, and running a command that never ends
-        _assert_all_refused(sid, work, real, path, "THROUGH-THE-REAL-NAME", holder.pid)
-        holder.interrupt()
-        rc, _ = holder.wait(LIVENESS)
-        assert rc == 130, holder.stderr[-1500:]
-    finally:
-        holder.kill()
+    _refused_until_interrupted(holder, sid, work, real, path, "THROUGH-THE-REAL-NAME", holder.pid)
     _assert_all_admitted(sid, work, real, path, "AFTER")
 
 
@@ -97,14 +104,7 @@ def test_a_turn_through_the_real_name_keeps_out_writers_through_the_link(
     linked, real = _two_names(tmp_path)
     sid, path = new_session(real, work)
     holder = TurnProcess(real, work, f"BASH sleep 600; echo {marker} holding", "--resume", sid, "--allow", "Bash")
-    try:
-        holder.wait_tool()
-        _assert_all_refused(sid, work, linked, path, "THROUGH-THE-LINK", holder.pid)
-        holder.interrupt()
-        rc, _ = holder.wait(LIVENESS)
-        assert rc == 130, holder.stderr[-1500:]
-    finally:
-        holder.kill()
+    _refused_until_interrupted(holder, sid, work, linked, path, "THROUGH-THE-LINK", holder.pid)
     _assert_all_admitted(sid, work, linked, path, "AFTER")
 
 
@@ -175,16 +175,6 @@ def test_the_file_lock_goes_with_a_holder_killed_9(tmp_path: Path, work: Path, m
     finally:
         holder.kill()
     _assert_all_admitted(sid, work, real, path, "AFTER-KILL")
-
-
-@pytest.fixture(scope="module")
-def claude() -> Path:
-    found = find_claude()
-    if found is None:
-        msg = "REAL CLI NOT AVAILABLE: aliased-folder real-CLI tests SKIPPED (run scripts/setup.d/claude-cli.sh)"
-        print(f"\n{'!' * 70}\n{msg}\n{'!' * 70}", file=sys.stderr)
-        pytest.skip(msg)
-    return found
 
 
 @pytest.mark.realcli
