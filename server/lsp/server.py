@@ -662,7 +662,8 @@ def _workspace_reports(ls: SessionServer, stop: threading.Event) -> list[Any]:
     as soon as `stop` is set (the request was cancelled)."""
     assert ls.index is not None
     reports: list[Any] = []
-    ls.index.settle_all()
+    for index in (ls.index, *(feed.index for feed in ls.stores.feeds)):
+        index.settle_all()
     files = [*ls.index.files, *(f for feed in ls.stores.feeds for f in list(feed.index.files))]
     for path in sorted(files):
         if stop.is_set():
