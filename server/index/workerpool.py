@@ -15,33 +15,17 @@ theirs is left half-done; and a worker stuck for good cannot hold its caller wit
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import multiprocessing
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-PR_SET_PDEATHSIG = 1
-
-
-def _find_prctl() -> Callable[..., int] | None:
-    """libc's `prctl`, found here, before any fork: a worker imports and loads nothing before it is set to die with
-    its parent (an import in a forked child may wait on a lock held at the fork)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        found: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return found
-
-
-_PRCTL = _find_prctl()
+from server.prctl import PR_SET_PDEATHSIG, prctl
 
 
 class _Forking:
@@ -87,8 +71,7 @@ class _Forking:
 def _die_with_parent(parent: int) -> None:
     """A worker ends with the process that forked it (killed when the server exits, even by `os._exit`): Linux's
     parent-death signal, set from the forking thread, which holds the pool for its whole life."""
-    if _PRCTL is not None:
-        _PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
     if os.getppid() != parent:  # the parent is already gone
         os._exit(0)
 

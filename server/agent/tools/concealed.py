@@ -11,13 +11,9 @@ worker) stays concealed. The cost: no core dump, and a debugger must run as root
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import sys
 import threading
 
-PR_SET_DUMPABLE = 4
-PR_GET_DUMPABLE = 3
+from server.prctl import PR_GET_DUMPABLE, PR_SET_DUMPABLE, prctl
 
 _done = False
 _lock = threading.Lock()
@@ -29,10 +25,7 @@ def conceal_process() -> bool:
     with _lock:
         if _done:
             return True
-        if not sys.platform.startswith("linux"):
-            return False
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 or libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
+        if prctl(PR_SET_DUMPABLE, 0) != 0 or prctl(PR_GET_DUMPABLE) != 0:
             return False
         _done = True
         return True

@@ -19,7 +19,6 @@ itself (supervisors, workers, guards) stays in its session, and a session cannot
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import select
 import signal
@@ -34,6 +33,7 @@ from typing import Any
 from server.agent.tools.concealed import conceal_process
 from server.agent.tools.drain import DRAIN
 from server.agent.tools.supervise import KILL_ROUNDS, below, descendants, process_table
+from server.prctl import PR_SET_CHILD_SUBREAPER, prctl
 
 SUPERVISOR = Path(__file__).with_name("supervise.py")
 SWEEP_WAIT_S = 1.0
@@ -68,7 +68,6 @@ def _forget_lifeline() -> None:
 
 os.register_at_fork(after_in_child=_forget_lifeline)
 
-PR_SET_CHILD_SUBREAPER = 36
 _contained = False
 """This process is a child subreaper that sweeps what a dead supervisor left (`contain()`)."""
 
@@ -77,11 +76,7 @@ def contain() -> bool:
     """Make this process (one that runs turns) a child subreaper: what a supervisor killed by its own command
     orphans comes to it instead of init, and `sweep()` ends it. False where that is not possible (not Linux)."""
     global _contained
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        _contained = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        _contained = False
+    _contained = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0
     return _contained
 
 
