@@ -38,6 +38,9 @@ each file the server reads, as it does the CLI; we keep at most this bound of a 
 differs from what the CLI reads.
 """
 
+OVER_LIMIT = f"over the {MAX_LINE_BYTES >> 20} MiB a line may have"
+"""How a message says a line is too long to read."""
+
 
 @dataclass(frozen=True, slots=True)
 class LongLine:

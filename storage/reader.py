@@ -16,7 +16,7 @@ import orjson
 
 from storage.fileopen import open_regular
 from storage.jsonline import BOM, loads_line
-from storage.linechunks import MAX_LINE_BYTES, LongLine, WholeLines
+from storage.linechunks import OVER_LIMIT, LongLine, WholeLines
 from storage.linkdecode import row_from_line
 from storage.rows import CHAIN_TYPES, Row, row_from_entry
 
@@ -48,7 +48,7 @@ class LineProblem:
 def too_long_problem(line: int, long: LongLine, *, torn: bool = False) -> LineProblem:
     """The problem of a line over `MAX_LINE_BYTES`, not read (an unfinished one: `torn`, its size so far)."""
     size = f"{long.length:,} bytes{' so far, unfinished' if torn else ''}"
-    message = f"line {line + 1} is too long to read: {size}, over the {MAX_LINE_BYTES >> 20} MiB a line may have"
+    message = f"line {line + 1} is too long to read: {size}, {OVER_LIMIT}"
     return LineProblem(line, long.offset, long.length, message, torn=torn, too_long=True)
 
 

@@ -33,7 +33,7 @@ from storage.access import resolve_target
 from storage.admission import admit
 from storage.errors import InvalidArgument, NotATranscript, StoreDiverged
 from storage.fileopen import open_regular
-from storage.linechunks import MAX_LINE_BYTES, LongLine, each_line
+from storage.linechunks import OVER_LIMIT, LongLine, each_line
 from storage.livesession import config_dir_of
 from storage.paths import UUID_RE
 from storage.store_materialize import (
@@ -48,7 +48,6 @@ from storage.store_materialize import (
 from storage.writequeue import append_lines
 
 CHUNK = 8 * 1024 * 1024
-LIMIT = f"{MAX_LINE_BYTES >> 20} MiB a line may have"
 
 
 def file_rows(path: Path) -> list[Any]:
@@ -59,7 +58,7 @@ def file_rows(path: Path) -> list[Any]:
         for number, line in enumerate(each_line(fh, CHUNK), 1):
             if isinstance(line, LongLine):
                 raise NotATranscript(
-                    f"{path}:{number}: a line of {line.length:,} bytes, over the {LIMIT}; nothing was sent"
+                    f"{path}:{number}: a line of {line.length:,} bytes, {OVER_LIMIT}; nothing was sent"
                 )
             if not line.strip():
                 continue
