@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import time
 import uuid
@@ -27,6 +28,7 @@ def age(where: Path, seconds: int = AN_HOUR) -> None:
 
 sys.path.insert(0, str(TESTS))
 
+from rawlsp import RawServer  # noqa: E402
 from scripted_api import SCRIPTED_KEY, SCRIPTED_MODEL, ScriptedModelServer  # noqa: E402
 
 
@@ -66,6 +68,30 @@ def model() -> Iterator[ScriptedModelServer]:
     """A scripted Messages API on loopback for one test module (modules needing other settings define their own)."""
     with ScriptedModelServer() as m:
         yield m
+
+
+@pytest.fixture
+def server(projects: Path) -> Iterator[RawServer]:
+    """A real `serve --stdio` process on the `projects` folder, not watching it (modules serving another folder
+    define their own)."""
+    with RawServer() as s:
+        s.initialize(projects, watch=False)
+        yield s
+
+
+def chattr_files(tmp_path: Path, flag: str) -> Iterator[list[Path]]:
+    """For a fixture: the files a test gives the attribute `flag` (`chattr +FLAG`), listed by the test and cleared
+    at the end (else tmp_path cannot be removed); skips where it cannot be set (it needs CAP_LINUX_IMMUTABLE on
+    ext4/xfs/btrfs), which fails under CI."""
+    probe = tmp_path / "probe"
+    probe.write_bytes(b"x")
+    if shutil.which("chattr") is None or subprocess.run(["chattr", f"+{flag}", str(probe)]).returncode != 0:
+        pytest.skip(f"chattr +{flag} is not available here (needs CAP_LINUX_IMMUTABLE on ext4/xfs/btrfs)")
+    subprocess.run(["chattr", f"-{flag}", str(probe)], check=True)
+    made: list[Path] = []
+    yield made
+    for path in made:
+        subprocess.run(["chattr", f"-{flag}", str(path)], check=False)
 
 
 @pytest.fixture(autouse=True)

@@ -11,12 +11,12 @@ where `chattr +a` cannot be set (it needs CAP_LINUX_IMMUTABLE, on ext4/xfs/btrfs
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import chattr_files
 from turnproc import new_session, session_lsp
 
 from storage.admission import admit
@@ -24,16 +24,8 @@ from storage.admission import admit
 
 @pytest.fixture
 def append_only(tmp_path: Path) -> Iterator[list[Path]]:
-    """Files the test makes append-only; made ordinary again at the end (else tmp_path cannot be removed)."""
-    probe = tmp_path / "probe"
-    probe.write_text("x")
-    if shutil.which("chattr") is None or subprocess.run(["chattr", "+a", str(probe)]).returncode != 0:
-        pytest.skip("chattr +a is not available here (needs CAP_LINUX_IMMUTABLE on ext4/xfs/btrfs)")
-    subprocess.run(["chattr", "-a", str(probe)], check=True)
-    made: list[Path] = []
-    yield made
-    for path in made:
-        subprocess.run(["chattr", "-a", str(path)], check=False)
+    """Files the test makes append-only; made ordinary again at the end."""
+    yield from chattr_files(tmp_path, "a")
 
 
 def _make_append_only(path: Path, made: list[Path]) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +19,6 @@ from storage.recorder import INTERRUPTED_FOR_TOOL_USE, REJECTED_TOOL_USE
 
 REQUEST_CANCELLED = -32800
 REQUEST_FAILED = -32803
-
-
-@pytest.fixture
-def server(projects: Path) -> Iterator[RawServer]:
-    with RawServer() as s:
-        s.initialize(projects, watch=False)
-        yield s
 
 
 def hung(marker: str, n: int = 0) -> str:

@@ -6,10 +6,8 @@ over stdio, and timed out through the tool runner; the only bound is a liveness 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from rawlsp import LIVENESS, RawServer
 from turnproc import commands_with, wait_gone
 
@@ -29,13 +27,6 @@ def wait_for(marker: str, count: int) -> None:
     while len(commands_with(marker)) < count:
         assert time.monotonic() - began < LIVENESS, "the command never started both processes"
         time.sleep(0.05)
-
-
-@pytest.fixture
-def server(projects: Path) -> Iterator[RawServer]:
-    with RawServer() as s:
-        s.initialize(projects, watch=False)
-        yield s
 
 
 def test_cancel_ends_a_process_that_left_the_tree(server: RawServer, work: Path, marker: str) -> None:

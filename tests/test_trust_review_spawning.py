@@ -9,7 +9,6 @@ the real server over stdio; the only bound is a liveness one."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,13 +33,6 @@ def test_a_timeout_ends_every_process_a_spawning_loop_started(work: Path, marker
     assert out["b"].is_error and "timed out after 1500 ms" in out["b"].content, out["b"].content
     gone = wait_gone(marker, LIVENESS)
     assert gone is not None, f"{len(commands_with(marker))} still running after the timeout"
-
-
-@pytest.fixture
-def server(projects: Path) -> Iterator[RawServer]:
-    with RawServer() as s:
-        s.initialize(projects, watch=False)
-        yield s
 
 
 def test_a_cancel_ends_every_process_a_spawning_loop_started(server: RawServer, work: Path, marker: str) -> None:

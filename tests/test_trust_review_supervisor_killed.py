@@ -80,13 +80,6 @@ def bash_turn(server: RawServer, work: Path, command: str, msg_id: str) -> None:
     server.request("sessions/runTurn", params, msg_id=msg_id)
 
 
-@pytest.fixture
-def server(projects: Path) -> Iterator[RawServer]:
-    with RawServer() as s:
-        s.initialize(projects, watch=False)
-        yield s
-
-
 @pytest.mark.usefixtures("kill_marked")
 def test_a_turn_whose_command_kills_its_supervisor_leaves_nothing(projects: Path, work: Path, marker: str) -> None:
     """Before: the call returned (exit -9), the turn ended, and the hidden shells ran on."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from conftest import CORPUS
+from conftest import CORPUS, chattr_files
 from lspserver import SERVER, open_session
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
@@ -58,15 +58,7 @@ def world(tmp_path: Path) -> dict[str, Path]:
 @pytest.fixture
 def immutable(tmp_path: Path) -> Iterator[list[Path]]:
     """Files the test makes immutable (`chattr +i`: read-only even for root); made mutable again at the end."""
-    probe = tmp_path / "probe"
-    probe.write_bytes(b"")
-    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(probe)]).returncode != 0:
-        pytest.skip("chattr +i is not available here (needs CAP_LINUX_IMMUTABLE on ext4/xfs/btrfs)")
-    subprocess.run(["chattr", "-i", str(probe)], check=True)
-    made: list[Path] = []
-    yield made
-    for path in made:
-        subprocess.run(["chattr", "-i", str(path)], check=False)
+    yield from chattr_files(tmp_path, "i")
 
 
 def test_a_session_file_made_immutable_during_a_turn_is_one_clear_error(
