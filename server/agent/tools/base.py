@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from server.agent.cancel import CancelToken
+from storage.paths import is_inside
 
 DEFAULT_TIMEOUT_S = 60.0
 """How long a tool without a timeout parameter of its own may run."""
@@ -45,11 +46,6 @@ class ToolOutput:
     is_error: bool = False
     extra: dict[str, Any] | None = None
     """What the CLI keeps as `toolUseResult` beside the result row (optional)."""
-
-
-def inside(root: Path, real: Path) -> bool:
-    """The sandbox rule: `real` (a path with symlinks resolved) is `root` or below it."""
-    return real == root or root in real.parents
 
 
 SECRET_NAMES = frozenset(
@@ -107,7 +103,7 @@ class ToolContext:
         if not candidate.is_absolute():
             candidate = root / candidate
         real = Path(os.path.realpath(candidate))
-        if not inside(root, real):
+        if not is_inside(root, real):  # the sandbox rule
             raise ToolError(f"{raw} is outside the working directory {root}; access denied")
         if must_exist and not real.exists():
             raise ToolError(f"File does not exist: {raw}")
@@ -118,7 +114,7 @@ class ToolContext:
         """The real path of `path` if it lies inside the root (a symlink is followed to its target),
         else None: such an entry is neither read nor listed."""
         real = Path(os.path.realpath(path))
-        return real if inside(self.root, real) else None
+        return real if is_inside(self.root, real) else None
 
     # -- opening under the rule ----------------------------------------------------------------------
     def open_dir(self, path: Path) -> int:
@@ -132,7 +128,7 @@ class ToolContext:
             raise
         try:
             real = _fd_path(fd, path)
-            if real is None or not inside(self.root, real):
+            if real is None or not is_inside(self.root, real):
                 raise ToolError(f"{path} is outside the working directory {self.root}; access denied")
         except BaseException:
             os.close(fd)
