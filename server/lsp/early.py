@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, cast
 from server.lsp.codestamp import code_stamp
 from server.lsp.firstanswer import first_answer
 from server.lsp.readahead import Frame, FrameReader, Replay
+from server.lsp.writer import answer_frame
 from storage.cache import cache_dir, load_json_dict, save_json
 from storage.errors import InvalidArgument
 from storage.paths import default_projects_dir
@@ -204,8 +205,7 @@ def _send(stdout: BinaryIO, request_id: Any, result: Any) -> None:
 
 def _send_json(stdout: BinaryIO, request_id: Any, result: bytes) -> None:
     """An answer whose result is JSON already."""
-    body = b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (json.dumps(request_id).encode(), result)
-    stdout.write(b"Content-Length: %d\r\n\r\n%b" % (len(body), body))
+    stdout.write(answer_frame(request_id, result))
     stdout.flush()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import inspect
 import json
 import logging
 import os
@@ -16,7 +17,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -25,6 +26,7 @@ import cattrs
 from lsprotocol import types as lsp
 from pygls.exceptions import (
     JsonRpcException,
+    JsonRpcInternalError,
     JsonRpcInvalidParams,
     JsonRpcInvalidRequest,
     JsonRpcServerNotInitialized,
@@ -37,12 +39,14 @@ from server.agent.cancel import CancelToken
 from server.agent.permissions import ASK_TIMEOUT, Decision, PermissionAsk, SessionGrants, parse_decision
 from server.agent.pool import TurnPool
 from server.features import navigation
+from server.features.diagnosticreport import diagnostic_json, workspace_report
 from server.features.hover import hover_markdown
 from server.features.outline import Item, lenses, row_at_line, turns
 from server.features.requests import SessionRequests
 from server.features.symbols import workspace_symbols
 from server.features.tree import TreeView
 from server.index import ProjectIndex
+from server.index.diagnostics import Diagnostic
 from server.index.storefeed import StoreFeed
 from server.index.storeset import StoreSet
 from server.lsp.answers import answer_key, keep_answer
@@ -51,7 +55,7 @@ from server.lsp.errors import to_jsonrpc
 from server.lsp.framing import FrameError, StreamReader, serve_frames
 from server.lsp.giveway import GiveWay
 from server.lsp.options import InitializationOptions
-from server.lsp.writer import FrameWriter
+from server.lsp.writer import FrameWriter, JsonText, answer_frame
 from server.params import str_param
 from server.version import version
 from storage.access import resolve_target
@@ -80,12 +84,6 @@ CUSTOM_REQUESTS = (
     "sessions/runTurn",
     "sessions/storeDocument",
 )
-SEVERITY = {
-    "error": lsp.DiagnosticSeverity.Error,
-    "warning": lsp.DiagnosticSeverity.Warning,
-    "information": lsp.DiagnosticSeverity.Information,
-    "hint": lsp.DiagnosticSeverity.Hint,
-}
 
 
 def to_plain(value: Any) -> Any:
@@ -146,6 +144,29 @@ class SessionProtocol(LanguageServerProtocol):
             if early.takes(json.loads(json.dumps(data, default=self._serialize_message)), self.served_options()):
                 return  # the client has this answer already
         super()._send_data(data)
+
+    def _send_response(self, msg_id: Any, result: Any | None = None, error: Any | None = None) -> None:
+        if error is None and isinstance(result, JsonText):  # JSON already: written as it is
+            self._result_types.pop(msg_id, None)
+            self._write_frame(answer_frame(msg_id, result))
+            return
+        super()._send_response(msg_id, result, error)
+
+    def _write_frame(self, frame: bytes) -> None:
+        """One whole frame to the client, as pygls writes its own (a failure reported as pygls reports it)."""
+        if self.writer is None:
+            log.error("no transport to answer on")
+            return
+        try:
+            written = self.writer.write(frame)
+            if inspect.isawaitable(written):
+                asyncio.ensure_future(written)
+        except BrokenPipeError:
+            log.exception("the client's end of the connection is gone")
+            raise
+        except Exception as error:
+            log.exception("sending an answer failed")
+            self._server._report_server_error(error, JsonRpcInternalError)
 
     def served_options(self) -> InitializationOptions:
         server = self._server
@@ -332,10 +353,14 @@ class SessionServer(LanguageServer):
         if index is None or key is None or before is None or not whole:
             return result
         if self._index_agrees(before):
-            wire = json.dumps(result, default=self.protocol._serialize_message).encode()
+            wire = result if isinstance(result, JsonText) else self._wire(result)
             if keep_answer(key, before, stamp_folder(index.projects_dir), wire):
                 self.kept[key] = generation
         return result
+
+    def _wire(self, result: Any) -> bytes:
+        """A result as pygls would send it."""
+        return json.dumps(result, default=self.protocol._serialize_message).encode()
 
     def keep_wanted(self) -> None:
         """Compute again, and keep, the answers asked for before the first index was complete."""
@@ -430,38 +455,21 @@ class SessionServer(LanguageServer):
                 self._views[path] = (fs.offset, view)
         return view
 
-    def lsp_diagnostics(self, path: Path) -> list[lsp.Diagnostic]:
+    def diagnostics_json(self, path: Path) -> list[dict[str, Any]]:
+        """A file's diagnostics as LSP JSON (none for a file of no index)."""
         index = self.index_for(path)
         if index is None:
             return []
-        out = []
-        for d in index.diagnostics(path):
-            related = [
-                lsp.DiagnosticRelatedInformation(
-                    location=lsp.Location(uri=self.uri_of(r.path), range=_line_range(r.line)),
-                    message=r.message,
-                )
-                for r in d.related
-            ]
-            out.append(
-                lsp.Diagnostic(
-                    range=_line_range(d.line, d.start_char or 0, d.end_char),
-                    message=d.message,
-                    severity=SEVERITY.get(d.severity, lsp.DiagnosticSeverity.Information),
-                    code=d.code,
-                    source="session-lsp",
-                    related_information=related or None,
-                )
-            )
-        return out
+        return [diagnostic_json(d, self.uri_of) for d in index.diagnostics(path)]
 
     def publish(self, paths: set[Path]) -> None:
         open_docs = {self.path_of(uri): uri for uri in self.workspace.text_documents}
         for path in paths:
             uri = open_docs.get(path)
             if uri is not None:
+                wire = {"uri": uri, "diagnostics": self.diagnostics_json(path)}
                 self.text_document_publish_diagnostics(
-                    lsp.PublishDiagnosticsParams(uri=uri, diagnostics=self.lsp_diagnostics(path))
+                    self.protocol._converter.structure(wire, lsp.PublishDiagnosticsParams)
                 )
 
     def watch_fallback(self, reason: str) -> None:
@@ -653,25 +661,22 @@ def text_document_did_close(ls: SessionServer, params: lsp.DidCloseTextDocumentP
 async def text_document_diagnostic(ls: SessionServer, params: lsp.DocumentDiagnosticParams) -> Any:
     await _until_ready(ls)
     path = _path(params.text_document.uri)
-    items = await asyncio.to_thread(lambda: ls.lsp_diagnostics(path) if ls.state_of(path) is not None else [])
-    return lsp.RelatedFullDocumentDiagnosticReport(items=items)
+    items = await asyncio.to_thread(lambda: ls.diagnostics_json(path) if ls.state_of(path) is not None else [])
+    return JsonText(json.dumps({"kind": "full", "items": items}).encode())
 
 
-def _workspace_reports(ls: SessionServer, stop: threading.Event) -> list[Any]:
-    """Every indexed file's diagnostics (local and store sessions), one session at a time; gives up
-    as soon as `stop` is set (the request was cancelled)."""
+def _workspace_files(ls: SessionServer, stop: threading.Event) -> Iterator[tuple[Path, list[Diagnostic]]]:
+    """Every indexed file (local and store sessions), in order, with its diagnostics; stops as soon as `stop` is
+    set (the request was cancelled)."""
     assert ls.index is not None
-    reports: list[Any] = []
-    for index in (ls.index, *(feed.index for feed in ls.stores.feeds)):
+    indexes = [ls.index, *(feed.index for feed in ls.stores.feeds)]
+    for index in indexes:
         index.settle_all()
-    files = [*ls.index.files, *(f for feed in ls.stores.feeds for f in list(feed.index.files))]
-    for path in sorted(files):
+    files = sorted((path, index) for index in indexes for path in list(index.files))
+    for path, index in files:
         if stop.is_set():
-            break
-        items = ls.lsp_diagnostics(path)
-        if items:
-            reports.append(lsp.WorkspaceFullDocumentDiagnosticReport(uri=ls.uri_of(path), items=items, version=None))
-    return reports
+            return
+        yield path, index.diagnostics(path)
 
 
 @server.feature(lsp.WORKSPACE_DIAGNOSTIC)
@@ -681,9 +686,9 @@ async def workspace_diagnostic(ls: SessionServer, params: lsp.WorkspaceDiagnosti
     await _until_ready(ls)
     stop = threading.Event()
 
-    def compute() -> tuple[lsp.WorkspaceDiagnosticReport, bool]:
-        reports = lsp.WorkspaceDiagnosticReport(items=_workspace_reports(ls, stop))
-        return reports, not stop.is_set()
+    def compute() -> tuple[JsonText, bool]:
+        report = workspace_report(_workspace_files(ls, stop), ls.uri_of)
+        return JsonText(json.dumps(report).encode()), not stop.is_set()
 
     try:
         # every report is whole whatever the parameters (`answers.IGNORED_PARAMS`: all of them)

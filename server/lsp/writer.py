@@ -10,8 +10,19 @@ one lock.
 
 from __future__ import annotations
 
+import json
 import threading
-from typing import BinaryIO
+from typing import Any, BinaryIO
+
+
+class JsonText(bytes):
+    """A request's result that is JSON text already (UTF-8): answered as it is, not converted again by pygls."""
+
+
+def answer_frame(request_id: Any, result: bytes) -> bytes:
+    """The whole frame of an answer whose result is JSON text already."""
+    body = b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (json.dumps(request_id).encode(), result)
+    return b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
 
 
 class FrameWriter:
