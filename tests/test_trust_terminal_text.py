@@ -348,3 +348,19 @@ def test_bodies_keep_newline_and_tab_only() -> None:
     assert escape("a\tb\nc\r\n\x1b[2J") == "a\tb\nc⟨U+000D⟩\n⟨U+001B⟩[2J"
     assert one_line("a\tb\nc") == "a⟨U+0009⟩b⟨U+000A⟩c"
     assert one_line(Path("/x\x1b")) == "/x⟨U+001B⟩"
+
+
+def test_serve_log_lines_are_escaped(projects: Path, evil: dict[str, Path], tmp_path: Path) -> None:
+    """The server's log (a file people `tail -f`, or stderr) quotes paths of the projects folder: a FIFO named like a
+    session in a folder whose name holds an OSC is logged as skipped, written out."""
+    from rawlsp import RawServer
+
+    os.mkfifo(projects / EVIL_FOLDER / "eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee.jsonl")
+    log = tmp_path / "server.log"
+    for args in (["--log-file", str(log), "-v"], ["-v"]):
+        with RawServer(*args, command=[str(SESSION_LSP)]) as server:
+            server.initialize(projects, watch=False)
+            assert "result" in server.call("sessions/list", {"projectsDir": str(projects)})
+        text = log.read_text() if args[0] == "--log-file" else server.stderr.decode()
+        assert "skipped " in text and "-tmp-evil⟨U+001B⟩]0;FOLDER⟨U+0007⟩⟨U+202E⟩/eeee" in text, text
+        assert not FORBIDDEN & set(text), text
