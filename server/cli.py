@@ -75,6 +75,20 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command `argv` names (the program's arguments when None). Everything it prints passes through
+    `storage.terminaltext` (stdout, but for `serve`'s protocol, and stderr); for the program itself that holds
+    until it exits (a traceback too), for an in-process caller until `main` returns."""
+    from storage.terminaltext import guard_output
+
+    restore = guard_output(stdout=chosen_command(sys.argv[1:] if argv is None else argv) != "serve")
+    try:
+        return _run(argv)
+    finally:
+        if argv is not None:
+            restore()
+
+
+def _run(argv: list[str] | None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not hasattr(args, "func"):

@@ -22,6 +22,7 @@ import orjson
 
 from storage.access import open_decided_folder
 from storage.errors import SessionLspError, Unsafe
+from storage.terminaltext import one_line
 from storage.wholefile import put_whole
 
 
@@ -37,7 +38,8 @@ def cache_dir() -> Path | None:
         return folder
     if str(folder) not in _WARNED:
         _WARNED.add(str(folder))
-        print(f"session-lsp: cache folder {folder} not used ({why}); caching is off", file=sys.stderr)
+        shown = f"cache folder {one_line(folder)} not used ({one_line(why)})"
+        print(f"session-lsp: {shown}; caching is off", file=sys.stderr)
     return None
 
 

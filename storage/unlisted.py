@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+from storage.terminaltext import one_line
+
 _SAID: set[str] = set()
 _count = 0
 
@@ -22,7 +24,7 @@ def unlisted(path: Path, exc: OSError) -> None:
     if str(path) not in _SAID:
         _SAID.add(str(path))
         why = exc.strerror or str(exc) or type(exc).__name__
-        print(f"session-lsp: {os.fsdecode(path)} not listed ({why})", file=sys.stderr)
+        print(f"session-lsp: {one_line(os.fsdecode(path))} not listed ({one_line(why)})", file=sys.stderr)
 
 
 def unlisted_count() -> int:

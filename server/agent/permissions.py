@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from storage.terminaltext import written_out
+
 Decision = Literal["allow", "allowSession", "deny"]
 DECISIONS: tuple[Decision, ...] = ("allow", "allowSession", "deny")
 ASK_TIMEOUT = 120.0
@@ -79,7 +81,8 @@ def _lines(mark: str, text: Any) -> str:
 
 
 def visible(text: str) -> str:
-    """`text` with what a dialog would hide, or draw as something else, written out as `⟨U+XXXX⟩`: control
+    """`text` with what a dialog would hide, or draw as something else, written out as `⟨U+XXXX⟩` (the command
+    line's notation, `storage.terminaltext`; a prompt's rule is stricter): control
     characters but the newline, format characters (bidirectional overrides and zero-width spaces make a command
     read as another), separators but the plain space (a no-break space is not one to the shell), private and
     unassigned code points; and long runs of spaces or tabs as `⟨N blanks⟩` (`SPACE_RUN`, `INDENT_MAX`)."""
@@ -94,7 +97,7 @@ def visible(text: str) -> str:
             out.append(_blanks(run, line_start))
             run = ""
         line_start = ch == "\n"
-        out.append(ch if ch == "\n" or unicodedata.category(ch)[0] not in "CZ" else f"⟨U+{ord(ch):04X}⟩")
+        out.append(ch if ch == "\n" or unicodedata.category(ch)[0] not in "CZ" else written_out(ch))
     if run:
         out.append(_blanks(run, line_start))
     return "".join(out)

@@ -22,6 +22,7 @@ from server.index.rawsearch import find_row
 from server.index.store import norm, session_key, tracked_kind
 from storage.errors import SessionLspError
 from storage.fileopen import why_not_regular
+from storage.terminaltext import one_line, unguarded
 
 PROGRESS_MIN_FILES = 20
 
@@ -41,7 +42,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 class Progress:
-    """A one-line progress bar on stderr, only when it is a terminal."""
+    """A one-line progress bar on stderr, only when it is a terminal (its `\\r` and counts written as they are:
+    they hold no data)."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled and sys.stderr.isatty()
@@ -56,10 +58,11 @@ class Progress:
         self.last = now
         width = 30
         filled = width * done // max(total, 1)
-        sys.stderr.write(f"\rchecking [{'#' * filled}{'.' * (width - filled)}] {done}/{total} files")
+        err = unguarded(sys.stderr)
+        err.write(f"\rchecking [{'#' * filled}{'.' * (width - filled)}] {done}/{total} files")
         if done == total:
-            sys.stderr.write("\r" + " " * (width + 40) + "\r")
-        sys.stderr.flush()
+            err.write("\r" + " " * (width + 40) + "\r")
+        err.flush()
 
 
 def _context_files(paths: list[Path]) -> list[Path]:
@@ -173,7 +176,7 @@ def emit(diags: list[Diagnostic], n_files: int, *, as_json: bool) -> int:
 def report_skipped(skipped: dict[Path, str]) -> None:
     """One line on stderr for the entries that were not read."""
     if skipped:
-        listed = "; ".join(f"{p} ({why})" for p, why in sorted(skipped.items()))
+        listed = "; ".join(f"{one_line(p)} ({one_line(why)})" for p, why in sorted(skipped.items()))
         print(
             f"session-lsp: skipped {len(skipped)} entr{'y' if len(skipped) == 1 else 'ies'} that "
             f"{'is' if len(skipped) == 1 else 'are'} not a regular file: {listed}",
@@ -184,9 +187,9 @@ def report_skipped(skipped: dict[Path, str]) -> None:
 def print_listing(diags: list[Diagnostic], n_files: int) -> None:
     out = sys.stdout
     for d in diags:
-        out.write(f"{d.path}:{d.line + 1}: {d.severity}: {d.message} [{d.code}]\n")
+        out.write(f"{one_line(d.path)}:{d.line + 1}: {d.severity}: {one_line(d.message)} [{d.code}]\n")
         for r in d.related:
-            out.write(f"    {r.path}:{r.line + 1}: note: {r.message}\n")
+            out.write(f"    {one_line(r.path)}:{r.line + 1}: note: {one_line(r.message)}\n")
     counts = Counter(d.severity for d in diags)
     names = {"error": "error(s)", "warning": "warning(s)", "information": "information", "hint": "hint(s)"}
     parts = [f"{counts[s]} {name}" for s, name in names.items()]

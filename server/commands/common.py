@@ -1,4 +1,7 @@
-"""Helpers shared by the subcommands: projects folder choice, errors, JSON output."""
+"""Helpers shared by the subcommands: projects folder choice, errors, JSON output.
+
+What they print for people passes through `storage.terminaltext` (see there): `server.cli.main` puts it in front of
+stdout and stderr; a field shown on one line goes through `one_line` where its line is made."""
 
 from __future__ import annotations
 
@@ -70,10 +73,16 @@ def json_text(value: Any) -> bytes:
 
 
 def print_json_text(text: bytes) -> None:
-    sys.stdout.buffer.write(text + b"\n")
+    """JSON on stdout, its data exact and its bytes inert on a terminal (`storage.terminaltext.inert_json`)."""
+    from storage.terminaltext import inert_json
+
+    sys.stdout.buffer.write(inert_json(text) + b"\n")
     sys.stdout.flush()
 
 
 def fail(message: str, status: int = 2) -> NoReturn:
-    print(f"session-lsp: {message}", file=sys.stderr)
+    """The error on one line of stderr (whatever path or name it quotes: `one_line`), and exit with `status`."""
+    from storage.terminaltext import one_line
+
+    print(f"session-lsp: {one_line(message)}", file=sys.stderr)
     raise SystemExit(status)

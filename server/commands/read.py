@@ -19,6 +19,7 @@ from server.commands.common import (
 )
 from server.commands.store import add_store_option
 from storage.paths import candidate_project_dirs, default_projects_dir, resolve_cwd
+from storage.terminaltext import one_line
 
 if TYPE_CHECKING:  # each command imports what it reads with (`list` never loads the resume machinery)
     from storage.resume import Resumed
@@ -145,13 +146,14 @@ def print_sessions(sessions: list[SessionInfo], uncounted: set[Path] | frozenset
         return
     print(f"{'SESSION':36}  {'MODIFIED':>9}  {'MSGS':>5}  {'SIZE':>8}  TITLE")
     for s in sessions:
-        extra = f"  [fork of {s.forked_from.get('sessionId', '?')[:8]}]" if s.forked_from else ""
+        extra = f"  [fork of {one_line(str(s.forked_from.get('sessionId', '?'))[:8])}]" if s.forked_from else ""
         subs = f"  [{len(s.subagents)} subagent(s)]" if s.subagents else ""
+        count = "…" if s.path in uncounted else s.message_count
         print(
-            f"{s.session_id:36}  {relative_time(s.modified):>9}  {'…' if s.path in uncounted else s.message_count:>5}  "
-            f"{human_size(s.size):>8}  {s.title}{extra}{subs}"
+            f"{one_line(s.session_id):36}  {one_line(relative_time(s.modified)):>9}  {count:>5}  "
+            f"{human_size(s.size):>8}  {one_line(s.title)}{extra}{subs}"
         )
-        print(f"{'':36}  {s.cwd or '?'}")
+        print(f"{'':36}  {one_line(s.cwd or '?')}")
 
 
 def _resolve(args: argparse.Namespace) -> Path:
@@ -207,30 +209,40 @@ def _block_line(block: Any) -> str:
     if btype == "text":
         return str(block.get("text", ""))
     if btype == "tool_use":
-        return f"[tool call {block.get('name')} {block.get('id')}] {_short(block.get('input'))}"
+        return f"[tool call {one_line(block.get('name'))} {one_line(block.get('id'))}] {_short(block.get('input'))}"
     if btype == "tool_result":
         err = " error" if block.get("is_error") else ""
-        return f"[tool result{err} {block.get('tool_use_id')}] {_short(text_of(block.get('content')))}"
+        content = _short(text_of(block.get("content")))
+        return f"[tool result{err} {one_line(block.get('tool_use_id'))}] {content}"
     if btype in ("thinking", "redacted_thinking"):
         return "[thinking]"
-    return f"[{btype}]"
+    return f"[{one_line(btype)}]"
 
 
 def _short(value: Any, limit: int = 160) -> str:
+    """`value` on one line: its blanks folded, cut at `limit` characters, then written out (`one_line`)."""
     text = value if isinstance(value, str) else str(value)
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return one_line(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def body_lines(text: str) -> list[str]:
+    """The lines of a message's text as shown: cut at `\\n` (and `\\r\\n`) only, so a carriage return, form feed
+    or line separator stays on its line, written out (`storage.terminaltext`), and draws nothing over it."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    return lines[:-1] if len(lines) > 1 and not lines[-1] else lines
 
 
 def print_conversation(resumed: Resumed, *, indent: str = "") -> None:
     leaf = resumed.chain.leaf.uuid if resumed.chain.leaf else None
-    print(f"{indent}session {resumed.session_id}  leaf {leaf}  ({len(resumed.chain.rows)} rows on the chain)")
+    head = f"session {one_line(resumed.session_id)}  leaf {one_line(leaf)}"
+    print(f"{indent}{head}  ({len(resumed.chain.rows)} rows on the chain)")
     for msg in resumed.messages:
         role = msg["role"]
         for i, block in enumerate(msg["content"]):
             head = f"{role:>9}: " if i == 0 else " " * 11
             text = _block_line(block)
-            lines = text.splitlines() or [""]
+            lines = body_lines(text)
             if role == "system":
                 lines = [_short(text, 100)]
             print(f"{indent}{head}{lines[0]}")
@@ -261,32 +273,33 @@ def _overview(args: argparse.Namespace) -> int:
     if args.projects_dir is None and not list_sessions(default_projects_dir(), count=False):
         why = "holds no session" if default_projects_dir().is_dir() else "does not exist"
         args.projects_dir = EXAMPLE_PROJECTS
-        print(f"({default_projects_dir()} {why}: using the bundled example {EXAMPLE_PROJECTS})\n")
+        print(f"({one_line(default_projects_dir())} {why}: using the bundled example {one_line(EXAMPLE_PROJECTS)})\n")
     root = projects_dir(args)
     sessions = list_sessions(root)
     index = ProjectIndex(root)
     index.scan()
     report_skipped(index.skipped)
-    print(f"{len(sessions)} session(s) under {root}\n")
+    print(f"{len(sessions)} session(s) under {one_line(root)}\n")
     shown = 0
     for s in sessions:
         print("=" * 100)
-        print(f"{s.title}\n  {s.session_id}  {s.cwd}  {s.message_count} messages, {human_size(s.size)}")
+        print(one_line(s.title))
+        print(f"  {one_line(s.session_id)}  {one_line(s.cwd)}  {s.message_count} messages, {human_size(s.size)}")
         if s.forked_from:
-            print(f"  forked from {s.forked_from.get('sessionId')}")
+            print(f"  forked from {one_line(s.forked_from.get('sessionId'))}")
         for sub in s.subagents:
-            print(f"  subagent {sub['agentId']} ({sub.get('agentType')}): {sub['path']}")
+            print(f"  subagent {one_line(sub['agentId'])} ({one_line(sub.get('agentType'))}): {one_line(sub['path'])}")
         try:
             resumed = resume(s.path)
         except (NotATranscript, OSError) as exc:
-            print(f"  cannot resume: {exc}")
+            print(f"  cannot resume: {one_line(exc)}")
             continue
         print_conversation(resumed, indent="  ")
         for path in [s.path, *(Path(sub["path"]) for sub in s.subagents)]:
             for d in index.diagnostics(path):
                 if d.severity in ("error", "warning"):
                     shown += 1
-                    print(f"  {d.severity}: {path}:{d.line + 1}: [{d.code}] {d.message}")
+                    print(f"  {d.severity}: {one_line(path)}:{d.line + 1}: [{d.code}] {one_line(d.message)}")
         print()
     found = index.all_diagnostics()
     counts = {sev: sum(1 for d in found if d.severity == sev) for sev in ("error", "warning", "information", "hint")}

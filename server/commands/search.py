@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from server.commands.common import CommandError, add_projects_dir, print_json, projects_dir
 from server.commands.store import add_store_option
+from storage.terminaltext import one_line
 
 if TYPE_CHECKING:
     from storage.search import Hit
@@ -47,7 +48,7 @@ def print_hits(hits: list[Hit], args: argparse.Namespace) -> int:
         print_json([h.to_json() for h in hits])
         return 0
     for h in hits:
-        print(f"{h.path}:{h.line + 1}: [{h.kind}] {' '.join(h.snippet.split())}")
+        print(f"{one_line(h.path)}:{h.line + 1}: [{one_line(h.kind)}] {one_line(' '.join(h.snippet.split()))}")
     if not hits:
-        print(f"no match for {' '.join(args.query)!r}")
+        print(f"no match for '{one_line(' '.join(args.query))}'")
     return 0

@@ -40,6 +40,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_serve)
 
 
+class EscapedLog(logging.Formatter):
+    """Log lines with every control character of what they quote written out (`storage.terminaltext.escape`): a
+    log file is read in a terminal too (`tail -f`), and a record's paths and names come from the projects folder.
+    A traceback keeps its lines."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from storage.terminaltext import escape
+
+        return escape(super().format(record))
+
+
 def _private_log(path: Path) -> logging.Handler:
     """The log file, created 0600 (logs name sessions and paths), and made 0600 if it existed."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -59,7 +70,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     handlers: list[logging.Handler] = [
         _private_log(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
     ]
-    logging.basicConfig(level=level, handlers=handlers, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for handler in handlers:
+        handler.setFormatter(EscapedLog("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=handlers)
     from storage.errors import InvalidArgument
     from storage.store_source import StoreSource, check_schema, parse_store
 

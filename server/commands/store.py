@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from server.commands.common import CommandError, add_projects_dir, print_json, projects_dir
+from storage.terminaltext import one_line
 
 STORE_HELP = "read sessions from a session store (postgresql://...) instead of a projects folder; read-only"
 
@@ -124,7 +125,8 @@ async def _materialise_projects(store: Any, keys: list[str] | None, root: Path) 
                 try:
                     path = write_session(root, session, scratch=True)
                 except ValueError as exc:  # a key no file can have: this session only is left out
-                    print(f"session-lsp: store session {key!r}/{session.session_id!r} skipped: {exc}", file=sys.stderr)
+                    shown = f"{key!r}/{session.session_id!r} skipped: {exc}"
+                    print(f"session-lsp: store session {one_line(shown)}", file=sys.stderr)
                     continue
                 mtime = session.mtime / 1000
                 os.utime(path, (mtime, mtime))
@@ -220,8 +222,8 @@ def cmd_pull(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"sessionId": session.session_id, "path": str(path), "files": [str(f) for f in files]})
     else:
-        print(f"{path}  ({len(session.entries)} entries, {len(session.subkeys)} subagent file(s))")
-        print(f"resume it with: claude --resume {session.session_id}  (from its working directory)")
+        print(f"{one_line(path)}  ({len(session.entries)} entries, {len(session.subkeys)} subagent file(s))")
+        print(f"resume it with: claude --resume {one_line(session.session_id)}  (from its working directory)")
     return 0
 
 

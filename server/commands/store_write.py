@@ -18,6 +18,7 @@ from typing import Any
 
 from server.commands.common import CommandError, print_json, projects_dir
 from server.commands.store import add_store_session_args, locate_session, open_store, run
+from storage.terminaltext import one_line
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -55,7 +56,7 @@ def cmd_fork_store(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"sessionId": fork.session_id, "path": fork.path, "into": fork.into, "rows": fork.rows})
     else:
-        print(f"{fork.session_id}\t{fork.path}")
+        print(f"{one_line(fork.session_id)}\t{one_line(fork.path)}")
     return 0
 
 
@@ -78,7 +79,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"sessionId": sid, "projectKey": key, "pushed": taken})
     else:
-        print(f"{sid}: {taken} row(s) appended to the store")
+        print(f"{one_line(sid)}: {taken} row(s) appended to the store")
     return 0
 
 

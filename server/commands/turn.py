@@ -21,6 +21,7 @@ from storage.livesession import SessionInUse
 from storage.lookup import SessionNotFound
 from storage.paths import candidate_project_dirs, default_projects_dir, iter_session_files, resolve_cwd
 from storage.recorder import SessionIdInUse
+from storage.terminaltext import one_line
 
 STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """The signals that cancel a running turn: Ctrl-C, a process manager's stop, the terminal closed."""
@@ -102,7 +103,8 @@ def _has_sessions(projects: Path, cwd: str) -> bool:
 
 
 class _Printer:
-    """Streams text to stdout and tool activity to stderr, one line each."""
+    """Streams text to stdout (its lines and tabs kept, every other control written out by the stream in front of
+    stdout: `storage.terminaltext`) and tool activity to stderr, one line each (`one_line`)."""
 
     def __init__(self, events: bool) -> None:
         self.events = events
@@ -120,11 +122,12 @@ class _Printer:
                 self.at_line_start = text.endswith("\n")
         elif event.kind == "tool_call":
             self._newline()
-            print(f"  ⏺ {event.data['name']}({_brief(event.data.get('input'))})", file=sys.stderr)
+            print(f"  ⏺ {one_line(event.data['name'])}({_brief(event.data.get('input'))})", file=sys.stderr)
         elif event.kind == "tool_result" and event.data.get("isError"):
-            print(f"    ⎿ error: {str(event.data.get('content', '')).splitlines()[0:1]}", file=sys.stderr)
+            first = str(event.data.get("content", "")).split("\n", 1)[0]
+            print(f"    ⎿ error: {one_line(first)}", file=sys.stderr)
         elif event.kind == "retry":
-            print(f"  (retry {event.data['attempt']}: {event.data['error']})", file=sys.stderr)
+            print(f"  (retry {event.data['attempt']}: {one_line(event.data['error'])})", file=sys.stderr)
         elif event.kind == "done":
             self._newline()
 
@@ -137,8 +140,8 @@ class _Printer:
 
 def _brief(value: Any) -> str:
     if isinstance(value, dict):
-        return ", ".join(f"{k}: {str(v)[:60]}" for k, v in value.items())
-    return str(value)[:80]
+        return ", ".join(f"{one_line(k)}: {one_line(str(v)[:60])}" for k, v in value.items())
+    return one_line(str(value)[:80])
 
 
 def cmd_turn(args: argparse.Namespace) -> int:
@@ -169,9 +172,9 @@ def cmd_turn(args: argparse.Namespace) -> int:
     elif printer is not None and not args.events:
         printer._newline()
         state = " (cancelled)" if result.cancelled else ""
-        print(f"session {result.session_id}{state}: {result.path}", file=sys.stderr)
+        print(f"session {one_line(result.session_id)}{state}: {one_line(result.path)}", file=sys.stderr)
         if done is not None:
-            where = f"{done.project_key}/{result.session_id}"
+            where = one_line(f"{done.project_key}/{result.session_id}")
             print(f"{done.pushed} row(s) appended to the store ({where})", file=sys.stderr)
     if not result.cancelled:
         return 0

@@ -8,6 +8,7 @@ from typing import Any
 from server.commands.common import add_projects_dir, print_json, projects_dir
 from storage.paths import candidate_project_dirs, resolve_cwd
 from storage.prices import PRICES_DATE, PRICES_SOURCE
+from storage.terminaltext import one_line
 from storage.usage import GROUPINGS, Response, Usage, folder_responses, grouped, total
 from storage.usagecache import UsageCache
 
@@ -55,9 +56,9 @@ def cmd_usage(args: argparse.Namespace) -> int:
         print_json(usage_report(responses, args.by))
         return 0
     groups = grouped(responses, args.by)
-    width = max([len(args.by.upper()), 5, *(len(k) for k in groups)])
+    rows = [*((one_line(k), u) for k, u in groups.items()), ("TOTAL", total(responses))]
+    width = max([len(args.by.upper()), 5, *(len(k) for k, _ in rows)])
     print(f"{args.by.upper():{width}}  {'INPUT':>11}  {'OUTPUT':>10}  {'CACHE W':>11}  {'CACHE R':>12}  {'COST':>11}")
-    rows = [*groups.items(), ("TOTAL", total(responses))]
     for key, u in rows:
         print(
             f"{key:{width}}  {u.input_tokens:>11,}  {u.output_tokens:>10,}  {u.cache_creation_tokens:>11,}  "
@@ -65,6 +66,6 @@ def cmd_usage(args: argparse.Namespace) -> int:
         )
     unpriced = total(responses).unpriced_models
     if unpriced:
-        print(f"* no price known for: {', '.join(sorted(unpriced))} (cost shown without them)")
+        print(f"* no price known for: {', '.join(one_line(m) for m in sorted(unpriced))} (cost shown without them)")
     print(f"prices of {PRICES_DATE}: {PRICES_SOURCE}")
     return 0

@@ -12,6 +12,7 @@ from storage.access import Access
 from storage.fork import fork_session
 from storage.lookup import resolve_session
 from storage.metadata import rename_session, tag_session
+from storage.terminaltext import one_line
 from storage.writequeue import TornTail
 
 
@@ -63,7 +64,7 @@ def _source(args: argparse.Namespace, access: Access) -> Path:
 def _report_torn(torn: TornTail | None) -> None:
     if torn is not None:
         print(
-            f"session-lsp: {torn.path} ended in a torn line at byte {torn.offset}; sealed it with a newline",
+            f"session-lsp: {one_line(torn.path)} ended in a torn line at byte {torn.offset}; sealed it with a newline",
             file=sys.stderr,
         )
 
@@ -80,7 +81,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"sessionId": sid, "path": str(path)})
     else:
-        print(f"{sid}\t{path}")
+        print(f"{one_line(sid)}\t{one_line(path)}")
     return 0
 
 
