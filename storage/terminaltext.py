@@ -85,6 +85,7 @@ class _Table(dict[int, str]):
 _BODY = _Table("\n\t", written_out)
 _LINE = _Table("", written_out)
 _JSON = _Table("", json_escaped)
+_BELOW_DEL = bytes(range(0x7F))
 _PAST_TILDE = re.compile(r"[^\x00-\x7e]+")
 """Runs of DEL and what is past ASCII (JSON leaves them raw)."""
 
@@ -104,7 +105,8 @@ def inert_json(data: bytes) -> bytes:
     """JSON text (UTF-8) with every escaped character of its strings written as a JSON escape (`\\u202e`), so the
     JSON reads as the same data and a terminal it is printed on obeys none of it (JSON escapes C0 itself; DEL, C1
     and format characters it leaves as they are)."""
-    if data.isascii() and b"\x7f" not in data:
+    past = data.translate(None, _BELOW_DEL)  # whole UTF-8 sequences: ASCII is never inside one
+    if not past or past.decode("utf-8").isprintable():  # what a listing usually is: nothing to escape
         return data
     text = data.decode("utf-8")
     return _PAST_TILDE.sub(lambda m: m[0] if m[0].isprintable() else m[0].translate(_JSON), text).encode("utf-8")
