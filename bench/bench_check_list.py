@@ -19,7 +19,7 @@ from pathlib import Path
 
 import orjson
 
-from bench.baseline import bare_parse
+from bench.baseline import bare_parse, favour_this_run
 from bench.make_projects import add_folder_arguments, projects_for
 from server.index import ProjectIndex
 from server.index.parallel import check_folder
@@ -113,6 +113,7 @@ def append_latency(projects: Path, samples: int = 20) -> tuple[float, float, flo
 
 
 def main() -> None:
+    print(favour_this_run())
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_folder_arguments(p)
     p.add_argument("--runs", type=int, default=3)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import orjson
 
+from bench.baseline import favour_this_run
 from bench.make_projects import add_folder_arguments, projects_for
 from server.features.conversation import MAX_LIMIT, conversation
 from storage.transcript import Transcript
@@ -35,6 +36,7 @@ def timed(fn):  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
+    print(favour_this_run())
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_folder_arguments(parser)
     parser.add_argument("--limit", type=int, default=200)

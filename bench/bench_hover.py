@@ -17,6 +17,7 @@ from pathlib import Path
 
 import orjson
 
+from bench.baseline import favour_this_run
 from bench.make_projects import add_folder_arguments, projects_for
 from server.features.hover import hover_markdown
 from server.features.outline import row_at_line
@@ -46,6 +47,7 @@ def churn(paths: list[Path], rate: float, stop: threading.Event, written: list[i
 
 
 def main() -> None:
+    print(favour_this_run())
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_folder_arguments(ap)
     ap.add_argument("--seconds", type=float, default=10)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.baseline import bare_parse  # noqa: E402
+from bench.baseline import bare_parse, favour_this_run  # noqa: E402
 from bench.make_projects import add_folder_arguments, projects_for  # noqa: E402
 from storage.paths import iter_project_dirs, iter_session_files  # noqa: E402
 from storage.resume import resume  # noqa: E402
@@ -44,6 +44,7 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
 
 
 def main() -> None:
+    print(favour_this_run())
     ap = argparse.ArgumentParser(description=__doc__)
     add_folder_arguments(ap)
     ap.add_argument("--repeat", type=int, default=3)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.baseline import favour_this_run
 from bench.make_projects import add_folder_arguments, projects_for  # noqa: E402
 from storage.search import DB_NAME, SearchIndex  # noqa: E402
 
@@ -26,6 +27,7 @@ QUERIES = ["login", "auth/login", "error", "Read", "function", "test", "zzzznott
 
 
 def main() -> None:
+    print(favour_this_run())
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_folder_arguments(p)
     p.add_argument("--rounds", type=int, default=5, help="times each word is searched")

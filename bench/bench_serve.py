@@ -24,7 +24,7 @@ from typing import IO, Any
 
 import orjson
 
-from bench.baseline import bare_parse
+from bench.baseline import bare_parse, favour_this_run
 from bench.bench_speed import OUT, REPO, Tree, before_tree, best, best_cpu
 from bench.make_projects import add_folder_arguments, projects_for
 
@@ -163,6 +163,7 @@ def one_launch(projects: Path, cache: Path, tree: Path = REPO) -> dict[str, floa
 
 
 def main() -> None:
+    print(favour_this_run())
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_folder_arguments(ap)
     ap.add_argument("--projects", type=Path, default=None, help="an existing projects folder instead of --mb")

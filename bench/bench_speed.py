@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.baseline import bare_parse
+from bench.baseline import bare_parse, favour_this_run
 from bench.make_projects import add_folder_arguments, make_transcript, projects_for
 
 REPO = Path(__file__).resolve().parents[1]
@@ -215,6 +215,7 @@ def index_memory(projects: Path) -> dict[str, float]:
 
 
 def main() -> None:
+    print(favour_this_run())
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_folder_arguments(ap)
     ap.add_argument("--big-mb", type=int, default=150, help="size of the one big transcript for `chain`")

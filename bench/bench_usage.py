@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.baseline import bare_parse  # noqa: E402
+from bench.baseline import bare_parse, favour_this_run  # noqa: E402
 from bench.make_projects import add_folder_arguments, projects_for  # noqa: E402
 from storage.sessions import list_sessions  # noqa: E402
 from storage.usage import folder_responses, sessions_usage_json, total  # noqa: E402
@@ -38,6 +38,7 @@ def timed(fn: Callable[[], object], repeat: int, before: Callable[[], None] = la
 
 
 def main() -> None:
+    print(favour_this_run())
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_folder_arguments(parser)
     parser.set_defaults(mb=100)

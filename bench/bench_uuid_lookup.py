@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.baseline import favour_this_run
 from bench.make_projects import add_folder_arguments, projects_for
 from server.index.fill import fill
 from server.index.store import ProjectIndex, tracked_kind
@@ -60,6 +61,7 @@ def old_table(folder: Path, files: list[tuple[str, list[tuple[str, int]]]]) -> t
 
 
 def main() -> None:
+    print(favour_this_run())
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_folder_arguments(ap)
     ap.add_argument("--projects", type=Path, default=None, help="an existing projects folder instead of --mb")
