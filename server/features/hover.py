@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from server.features.markdowntext import code, text
 from server.features.tree import TreeView
 from storage.prices import PRICES_DATE
 from storage.reader import read_entry
@@ -26,11 +27,11 @@ def _pair_line(view: TreeView, row: Row) -> list[str]:
     for tid in row.tool_use_ids:
         answers = [r for r in t.nodes.values() if tid in r.tool_result_ids]
         where = f"result on line {answers[0].line + 1}" if answers else "no result"
-        out.append(f"tool call `{tid}`: {where}")
+        out.append(f"tool call {code(tid)}: {where}")
     for tid in row.tool_result_ids:
         calls = [r for r in t.nodes.values() if tid in r.tool_use_ids]
         where = f"call on line {calls[0].line + 1}" if calls else "its call is not in this file"
-        out.append(f"result of `{tid}`: {where}")
+        out.append(f"result of {code(tid)}: {where}")
     return out
 
 
@@ -42,7 +43,7 @@ def _response_usage(path: Path, view: TreeView, row: Row, entry: dict[str, Any])
     cache = f"cache write {r.cache_creation_tokens:,}"
     if r.cache_1h_tokens:
         cache += f" (1h {r.cache_1h_tokens:,})"
-    cost = f"${r.cost_usd:.6f}" if r.cost_usd is not None else f"cost unknown (no price for `{r.model}`)"
+    cost = f"${r.cost_usd:.6f}" if r.cost_usd is not None else f"cost unknown (no price for {code(r.model)})"
     out = [
         f"response: input {r.input_tokens:,}, output {r.output_tokens:,}, {cache}, "
         f"cache read {r.cache_read_tokens:,} · {cost} (prices of {PRICES_DATE})"
@@ -63,62 +64,62 @@ def hover_markdown(path: Path, view: TreeView, row: Row) -> str:
     msg = entry.get("message")
     if isinstance(msg, dict):
         role = msg.get("role")
-    head = f"**{view.label(row)}**"
+    head = f"**{text(view.label(row))}**"
     if role and role != row.type:
-        head += f" (role {role})"
+        head += f" (role {text(role)})"
     if isinstance(entry.get("attachment"), dict):
-        head += f" `{entry['attachment'].get('type')}`"
+        head += f" {code(entry['attachment'].get('type'))}"
     lines.append(f"{head} · line {row.line + 1}")
     if row.uuid:
-        lines.append(f"uuid `{row.uuid}`")
+        lines.append(f"uuid {code(row.uuid)}")
     if row.parent:
         parent = t.nodes.get(row.parent)
         where = f"line {parent.line + 1}" if parent else "not in this file"
-        lines.append(f"parent `{row.parent}` ({where})")
+        lines.append(f"parent {code(row.parent)} ({where})")
     elif row.is_chain_row:
         lines.append("root (no parent)")
     if row.logical_parent:
-        lines.append(f"logical parent `{row.logical_parent}` (before compaction)")
+        lines.append(f"logical parent {code(row.logical_parent)} (before compaction)")
     if row.is_chain_row:
         lines.append(f"depth {view.depth(row)}")
     if row.timestamp:
-        lines.append(f"time {row.timestamp}")
+        lines.append(f"time {text(row.timestamp)}")
     if isinstance(msg, dict):
         if msg.get("model"):
-            lines.append(f"model `{msg['model']}`")
+            lines.append(f"model {code(msg['model'])}")
         usage = msg.get("usage")
         if isinstance(usage, dict):
-            parts = [f"{k.replace('_tokens', '')} {v}" for k, v in usage.items() if isinstance(v, int)]
+            parts = [f"{text(k.replace('_tokens', ''))} {v}" for k, v in usage.items() if isinstance(v, int)]
             lines.append("usage: " + ", ".join(parts))
         if row.message_id:
-            lines.append(f"message id `{row.message_id}`")
+            lines.append(f"message id {code(row.message_id)}")
         lines.extend(_response_usage(path, view, row, entry))
     names = _tool_names(entry)
     if names:
-        lines.append("tools: " + ", ".join(f"`{n}`" for n in names))
+        lines.append("tools: " + ", ".join(code(n) for n in names))
     lines.extend(_pair_line(view, row))
     if row.uuid and row.is_chain_row:
         if row.uuid in view.on_chain:
             lines.append("on the resume chain")
         else:
             start = view.branch_of(row)
-            lines.append(
-                "not on the resume chain"
-                + (f": branch from `{start.uuid}` (line {start.line + 1})" if start else ": unreachable from the leaf")
-            )
+            branch = ": unreachable from the leaf"
+            if start is not None:
+                branch = f": branch from {code(start.uuid)} (line {start.line + 1})"
+            lines.append("not on the resume chain" + branch)
         kids = view.children.get(row.uuid, [])
         lines.append(f"{len(kids)} child(ren)")
     if row.is_compact_boundary:
         meta = found if isinstance(found := entry.get("compactMetadata"), dict) else {}
         lines.append(
-            f"compaction ({meta.get('trigger', '?')}): {meta.get('preTokens', '?')} tokens before, "
-            f"{meta.get('postTokens', '?')} after"
+            f"compaction ({text(meta.get('trigger', '?'))}): {text(meta.get('preTokens', '?'))} tokens before, "
+            f"{text(meta.get('postTokens', '?'))} after"
         )
     if row.leaf_uuid:
         leaf = t.nodes.get(row.leaf_uuid)
-        lines.append(f"leaf `{row.leaf_uuid}` ({f'line {leaf.line + 1}' if leaf else 'not in this file'})")
+        lines.append(f"leaf {code(row.leaf_uuid)} ({f'line {leaf.line + 1}' if leaf else 'not in this file'})")
     if row.forked_from:
-        lines.append(f"forked from session `{row.forked_from[0]}` at `{row.forked_from[1]}`")
+        lines.append(f"forked from session {code(row.forked_from[0])} at {code(row.forked_from[1])}")
     if row.agent_id:
-        lines.append(f"agent `{row.agent_id}`")
+        lines.append(f"agent {code(row.agent_id)}")
     return "  \n".join(lines)
