@@ -16,6 +16,9 @@ import pytest
 from markdown_it import MarkdownIt
 from rawlsp import RawServer
 
+from server.features.markdowntext import code, text
+from storage.terminaltext import one_line
+
 SID = "7c5a1e2b-4d3f-4a6b-9c8d-0e1f2a3b4c5d"
 IMAGE = "![seen](https://attacker.invalid/pixel.png)"
 LINK = "[resume here](https://attacker.invalid/phish)"
@@ -133,8 +136,6 @@ def test_a_hover_shows_a_transcripts_markdown_as_text(projects: Path, session: P
 
 
 def test_code_spans_and_text_hold_any_value() -> None:
-    from server.features.markdowntext import code, text
-
     samples = [
         "",
         " ",
@@ -159,6 +160,4 @@ def test_code_spans_and_text_hold_any_value() -> None:
             children = tokens[1].children or []
             assert {c.type for c in children} <= {"text", "code_inline"}, (value, render(value), children)
             shown = "".join(c.content for c in children)
-            from storage.terminaltext import one_line
-
             assert shown == f"a {one_line(value)} z" or (kind == "code_inline" and value == ""), (value, shown)
