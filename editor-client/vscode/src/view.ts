@@ -3,6 +3,7 @@
 import * as vscode from 'vscode';
 import { SessionServer } from './client';
 import { formatBytes, formatCount, isPending, messageCountLabel, relativeTime } from './lib/format';
+import { mdCode, mdText } from './lib/markdownText';
 import { transcriptUri } from './storeDocuments';
 import { SessionInfo, SessionsListResult, SessionTreeResult, Methods } from './lib/protocol';
 import {
@@ -295,17 +296,17 @@ export class SessionsProvider implements vscode.TreeDataProvider<Node>, vscode.D
 }
 
 function sessionTooltip(s: SessionInfo, branchPoints: number): vscode.MarkdownString {
-  const md = new vscode.MarkdownString(undefined, true);
-  md.appendMarkdown(`**${escapeMd(s.title?.trim() || s.sessionId)}**\n\n`);
+  const md = new vscode.MarkdownString();
+  md.appendMarkdown(`**${mdText(s.title?.trim() || s.sessionId)}**\n\n`);
   const rows: [string, string | undefined][] = [
-    ['Session', `\`${s.sessionId}\``],
-    ['Directory', s.cwd ? `\`${s.cwd}\`` : undefined],
-    ['Branch', s.gitBranch ? `\`${s.gitBranch}\`` : undefined],
-    ['Created', s.created ?? undefined],
-    ['Modified', s.modified ? `${s.modified} (${relativeTime(s.modified)})` : undefined],
+    ['Session', mdCode(s.sessionId)],
+    ['Directory', s.cwd ? mdCode(s.cwd) : undefined],
+    ['Branch', s.gitBranch ? mdCode(s.gitBranch) : undefined],
+    ['Created', s.created ? mdText(s.created) : undefined],
+    ['Modified', s.modified ? mdText(`${s.modified} (${relativeTime(s.modified)})`) : undefined],
     ['Messages', isPending(s, 'messageCount') ? '… (still indexing)' : s.messageCount != null ? String(s.messageCount) : undefined],
     ['Size', formatBytes(s.sizeBytes) || undefined],
-    ['Forked from', s.forkedFrom ? `\`${s.forkedFrom.sessionId}\`` : undefined],
+    ['Forked from', s.forkedFrom ? mdCode(s.forkedFrom.sessionId) : undefined],
     ['Subagents', s.subagents?.length ? String(s.subagents.length) : undefined],
     ['Branch points', branchPoints ? String(branchPoints) : undefined],
   ];
@@ -315,8 +316,4 @@ function sessionTooltip(s: SessionInfo, branchPoints: number): vscode.MarkdownSt
     }
   }
   return md;
-}
-
-function escapeMd(s: string): string {
-  return s.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, (c) => '\\' + c);
 }
