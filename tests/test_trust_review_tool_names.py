@@ -51,3 +51,16 @@ def test_a_tool_meeting_a_name_that_is_not_utf8_shows_it_and_the_turn_goes_on(
     # and the session goes on: the next turn resumes it
     again = session_lsp("turn", "--resume", reply["sessionId"], *where, "--json", "hello", config=projects.parent)
     assert again.returncode == 0 and json.loads(again.stdout)["text"] == "echo: hello", again.stderr[-2000:]
+
+
+def test_a_working_directory_that_is_not_utf8_is_refused_in_one_line(projects: Path, tmp_path: Path) -> None:
+    """A transcript records the turn's cwd, and the live-session registry names it: a cwd that is not valid UTF-8
+    died in a traceback while admitting the session (`orjson`: surrogates not allowed), its lock still held."""
+    work = os.path.join(os.fsencode(tmp_path), b"w\x80d")
+    os.mkdir(work)
+    where = ["--projects-dir", str(projects), "--provider", "anthropic"]
+    done = session_lsp("turn", "--new", "--cwd", os.fsdecode(work), *where, "hello", config=projects.parent)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "not valid UTF-8" in lines[0], done.stderr[-2000:]
+    assert not list(projects.rglob("*.jsonl"))
+    assert not list((projects.parent / "sessions").glob("*.json")) if (projects.parent / "sessions").exists() else True
