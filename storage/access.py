@@ -34,7 +34,7 @@ from typing import Literal
 import orjson
 
 from storage.errors import InvalidArgument, NotATranscript, NotFound, OutsideProjects, Unsafe
-from storage.paths import UUID_RE, is_inside, project_folder_name, real_root, resolve_cwd
+from storage.paths import UUID_RE, decodable, is_inside, project_folder_name, real_root, resolve_cwd
 
 Access = Literal["read", "write", "create"]
 HEAD_BYTES = 64 * 1024
@@ -122,6 +122,9 @@ def _existing(root: Path, given: Path, access: Access) -> Path:
     real = Path(os.path.realpath(given))
     if not is_inside(root, real):
         raise OutsideProjects(f"{given} is outside the projects folder {root} (it resolves to {real})")
+    if not decodable(real.relative_to(root)):
+        name = os.fsencode(given)
+        raise NotATranscript(f"{name!r} is not a transcript: its name is not valid UTF-8 (the CLI never reads it)")
     try:
         st = os.stat(real)
     except FileNotFoundError as exc:
@@ -195,6 +198,8 @@ def resolve_target(
         raise NotFound(f"projects folder does not exist: {root}")
     refused: Exception | None = None
     for folder in sorted(root.iterdir()):
+        if not decodable(folder.name):  # no project folder (`storage.paths.decodable`)
+            continue
         candidate = folder / f"{session_id}.jsonl"
         if not os.path.lexists(candidate):
             continue

@@ -74,6 +74,9 @@ class _Msg:
     content: list[Any]
     message_id: str | None = None
     uuids: list[str] = field(default_factory=list)
+    results: int = -1
+    """How many tool results `content` starts with, kept by `_join_into` on the list it made; -1 when unknown (a
+    check of the boundary finds a `content` assigned since)."""
 
 
 def _as_blocks(content: Any) -> list[Any]:
@@ -98,6 +101,24 @@ def _join_user(a: list[Any], b: list[Any]) -> list[Any]:
         a = [*a[:-1], {**a[-1], "text": a[-1].get("text", "") + "\n"}]
     both = a + b
     return [x for x in both if _is_result(x)] + [x for x in both if not _is_result(x)]
+
+
+def _join_into(msg: _Msg, b: list[Any]) -> None:
+    """`msg.content = _join_user(msg.content, b)`, in the time of `b`: the first join makes the list (results
+    first) and counts its results, the next ones add to it in place (a run of user rows joined one by one was
+    quadratic: 100,000 of them, a 27 MB file, took hours to resume or show). Only a join bringing results after
+    blocks that are not moves those blocks along (one `memmove`)."""
+    a, k = msg.content, msg.results
+    if not (0 <= k <= len(a) and (k == 0 or _is_result(a[k - 1])) and (k == len(a) or not _is_result(a[k]))):
+        msg.content = _join_user(a, b)
+        msg.results = sum(1 for x in msg.content if _is_result(x))
+        return
+    if a and b and _is_text(a[-1]) and _is_text(b[0]):
+        a[-1] = {**a[-1], "text": a[-1].get("text", "") + "\n"}
+    results = [x for x in b if _is_result(x)]
+    a[k:k] = results
+    a.extend(x for x in b if not _is_result(x))
+    msg.results = k + len(results)
 
 
 def _results_first(blocks: list[Any]) -> list[Any]:
@@ -172,7 +193,7 @@ class _Builder:
         last = self.last()
         uuids = [uid] if uid else []
         if last is not None and last.role == "user":
-            last.content = _join_user(last.content, blocks)
+            _join_into(last, blocks)
             last.uuids += uuids
         else:
             self.msgs.append(_Msg("user", _results_first(blocks), uuids=uuids))
@@ -187,9 +208,9 @@ class _Builder:
             return
         for part in parts:
             if joins_as_user_row(attachment):
-                last.content = _join_user(last.content, part)
+                _join_into(last, part)
             else:
-                last.content = _results_first(fold_beside_tool_result(last.content, part))
+                last.content, last.results = _results_first(fold_beside_tool_result(last.content, part)), -1
 
     def add_assistant(self, row: Row, blocks: list[Any]) -> None:
         mid = row.message_id
@@ -346,6 +367,7 @@ def _pair_tools(msgs: list[_Msg]) -> list[_Msg]:
             ]
     kept = [m for m in msgs if not (m.role == "assistant" and (not m.content or _is_blank_assistant(m.content)))]
     called = _tool_ids(kept, "assistant", "tool_use", "id")
+    at = {id(m): i for i, m in enumerate(msgs)}
     out: list[_Msg] = []
     for m in kept:
         if m.role == "user":
@@ -356,20 +378,19 @@ def _pair_tools(msgs: list[_Msg]) -> list[_Msg]:
                     continue
                 m.content = [{"type": "text", "text": ORPHANED_RESULT}]
         prev = next((o for o in reversed(out) if o.role != "system"), None)
-        if prev is not None and prev.role == "user" and m.role == "user" and _was_split(msgs, prev, m):
-            prev.content = _join_user(prev.content, m.content)  # a system message between stays after
+        if prev is not None and prev.role == "user" and m.role == "user" and _was_split(msgs, at, prev, m):
+            _join_into(prev, m.content)  # a system message between stays after
             prev.uuids += m.uuids
             continue
         out.append(m)
     return out
 
 
-def _was_split(before: list[_Msg], a: _Msg, b: _Msg) -> bool:
+def _was_split(before: list[_Msg], at: dict[int, int], a: _Msg, b: _Msg) -> bool:
     """True when a message other than a system message between `a` and `b` was dropped (so they were
-    not neighbours): the CLI 2.1.328 then merges them, a system message between them staying after."""
-    ia = next(i for i, m in enumerate(before) if m is a)
-    ib = next(i for i, m in enumerate(before) if m is b)
-    return any(before[k].role != "system" for k in range(ia + 1, ib))
+    not neighbours): the CLI 2.1.328 then merges them, a system message between them staying after. `at`: each
+    message's place in `before` (looked for message by message, it made a long run of such pairs quadratic)."""
+    return any(before[k].role != "system" for k in range(at[id(a)] + 1, at[id(b)]))
 
 
 def _effort_statement(msgs: list[_Msg]) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from storage.countcache import CountCache
 from storage.indexdb import APPENDED, DAMAGE, FILLS, SAME, FileRecord, Identity, IndexDB, compare
-from storage.paths import iter_project_dirs, iter_session_files, subagent_files
+from storage.paths import decodable, iter_project_dirs, iter_session_files, subagent_files
 from storage.sessions import (
     SessionInfo,
     attach_legacy_agents,
@@ -62,7 +62,7 @@ def folder_stamps(root: Path) -> list[list[Any]] | None:
         except OSError:
             continue
         for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
+            if decodable(entry.name) and entry.is_dir(follow_symlinks=False):
                 try:
                     stamps.append([os.path.relpath(entry.path, root), entry.stat().st_mtime_ns])
                 except OSError:

@@ -92,13 +92,25 @@ def candidate_project_dirs(projects_dir: Path, cwd: str) -> list[Path]:
         except OSError:
             entries = []
         for entry in entries:
-            if entry != exact and entry.name.startswith(prefix) and entry.is_dir():
+            if entry != exact and entry.name.startswith(prefix) and decodable(entry.name) and entry.is_dir():
                 found.append(entry)
     return found
 
 
 def is_session_file(path: Path) -> bool:
     return path.suffix == ".jsonl" and bool(UUID_RE.match(path.stem))
+
+
+def decodable(path: Path | str) -> bool:
+    """`path` is valid UTF-8, as its bytes are on disk. A name holding another byte (0x80, 0xff: a synced folder, an
+    archive from elsewhere) comes into Python with a lone surrogate in it, which SQLite, JSON and `file://` URIs
+    cannot carry; the real CLI (Node) reads it with U+FFFD in its place, so it never opens what is below it. Such a
+    file or folder is no session, subagent or project folder: discovery never lists it, nor anything below it."""
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def real_root(projects_dir: Path | str) -> Path:
@@ -135,7 +147,7 @@ def linked_below(root: Path, path: Path) -> bool:
 def _entries(folder: Path) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(folder) as it:
-            return sorted(it, key=lambda e: e.name)
+            return sorted((e for e in it if decodable(e.name)), key=lambda e: e.name)
     except OSError:
         return []
 
@@ -191,7 +203,7 @@ def subagent_files(session_file: Path) -> list[SubagentFile]:
     # rglob never enters a linked folder below `root`: only a linked file itself needs resolving
     for path in sorted(root.rglob("agent-*.jsonl")):
         m = AGENT_FILE_RE.match(path.name)
-        if not m or (path.is_symlink() and not stays_inside(projects, path)):
+        if not m or not decodable(path.relative_to(root)) or (path.is_symlink() and not stays_inside(projects, path)):
             continue
         meta = path.with_name(f"agent-{m['id']}.meta.json")
         found.append(SubagentFile(m["id"], path, meta if meta.exists() else None))
@@ -203,7 +215,9 @@ def legacy_agent_files(project_dir: Path) -> list[Path]:
     confine(project_dir.parent)
     try:
         return sorted(
-            p for p in project_dir.glob("agent-*.jsonl") if p.is_file() and stays_inside(project_dir.parent, p)
+            p
+            for p in project_dir.glob("agent-*.jsonl")
+            if decodable(p.name) and p.is_file() and stays_inside(project_dir.parent, p)
         )
     except OSError:
         return []

@@ -16,6 +16,7 @@ from storage.paths import (
     UUID_RE,
     candidate_project_dirs,
     config_home,
+    decodable,
     default_projects_dir,
     is_inside,
     real_root,
@@ -69,6 +70,9 @@ def sandbox_root(cwd: str | None, recorded: str, *, config: Path | None = None) 
 def open_session(request: TurnRequest, *, fsync: bool = False) -> OpenSession:
     projects = Path(request.projects_dir or default_projects_dir()).expanduser()
     cwd = request.cwd
+    if not decodable(resolve_cwd(cwd or ".")):  # before a lock is taken: a registry entry cannot name it
+        where = os.fsencode(resolve_cwd(cwd or "."))
+        raise InvalidArgument(f"the working directory {where!r} is not valid UTF-8; a transcript cannot record it")
     mode = request.mode
     if mode == "auto":
         mode = "resume" if request.session else "new"

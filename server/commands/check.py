@@ -75,7 +75,7 @@ def _context_files(paths: list[Path]) -> list[Path]:
             out.add(main)
         sub_root = project / sid / "subagents"
         if sub_root.is_dir():
-            out.update(norm(s) for s in sub_root.rglob("agent-*.jsonl"))
+            out.update(norm(s) for s in sub_root.rglob("agent-*.jsonl") if tracked_kind(s) == "subagent")
     return sorted(out)
 
 

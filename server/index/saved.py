@@ -23,6 +23,7 @@ from server.index.diagnostics import Diagnostic, Related
 from server.index.filestate import FileState
 from storage.folderstamp import settled
 from storage.indexdb import APPENDED, SAME, Identity, IndexDB, compare
+from storage.paths import decodable
 from storage.reader import LineProblem, ReadState
 from storage.rows import Row
 from storage.transcript import Transcript
@@ -254,7 +255,7 @@ def legacy_ids(project_dir: Path) -> list[str]:
         names = os.listdir(project_dir)
     except OSError:
         return []
-    ids = sorted(n[6:-6] for n in names if n.startswith("agent-") and n.endswith(".jsonl"))
+    ids = sorted(n[6:-6] for n in names if n.startswith("agent-") and n.endswith(".jsonl") and decodable(n))
     _legacy_seen[project_dir] = (mtime, ids)
     return ids
 

@@ -34,7 +34,7 @@ from storage.fileopen import NotARegularFile, why_not_regular
 from storage.folderstamp import settled
 from storage.indexdb import APPENDED as INDEX_APPENDED
 from storage.indexdb import DAMAGE, SAME, Identity, IndexDB, compare
-from storage.paths import AGENT_FILE_RE, is_session_file, linked_below, stays_inside
+from storage.paths import AGENT_FILE_RE, decodable, is_session_file, linked_below, stays_inside
 from storage.projectroots import confine
 from storage.rows import Row
 from storage.sessions import SessionInfo, read_session_info
@@ -75,8 +75,11 @@ def norm(path: Path | str) -> Path:
 
 
 def tracked_kind(path: Path) -> str | None:
-    """'session', 'subagent', 'legacy-agent' (flat `agent-*.jsonl`), 'meta' (`.meta.json`), or None."""
+    """'session', 'subagent', 'legacy-agent' (flat `agent-*.jsonl`), 'meta' (`.meta.json`), or None (also for a
+    path that is not valid UTF-8: `storage.paths.decodable`)."""
     name = path.name
+    if not decodable(path):
+        return None
     if name.endswith(".meta.json"):
         return "meta" if name.startswith("agent-") else None
     if not name.endswith(".jsonl"):
@@ -147,7 +150,9 @@ class ProjectIndex:
         """Every tracked transcript under the projects folder that is a regular file (the others
         are noted in `skipped`)."""
         try:
-            projects = sorted((e for e in os.scandir(self.projects_dir) if _is_dir(e)), key=lambda e: e.name)
+            projects = sorted(
+                (e for e in os.scandir(self.projects_dir) if decodable(e.name) and _is_dir(e)), key=lambda e: e.name
+            )
         except OSError:
             return
         # a path is resolved (`stays_inside`) only where a link may be on its way: resolving every file
@@ -165,7 +170,7 @@ class ProjectIndex:
                 if tracked_kind(p) in ("session", "legacy-agent"):
                     if self._regular(p, linked=entry.is_symlink()):
                         yield p
-                elif _is_dir(entry) and (root / entry.name / "subagents").is_dir():
+                elif decodable(entry.name) and _is_dir(entry) and (root / entry.name / "subagents").is_dir():
                     subagents = root / entry.name / "subagents"
                     if (entry.is_symlink() or subagents.is_symlink()) and not self._inside(subagents):
                         continue
@@ -724,7 +729,9 @@ class ProjectIndex:
     def _agent_ids(self, key: SessionKey, subs: list[FileState]) -> AgentFiles:
         ids = {s.agent_id for s in subs if s.agent_id}
         try:  # legacy flat agent files beside the sessions
-            ids.update(n[6:-6] for n in os.listdir(key[0]) if n.startswith("agent-") and n.endswith(".jsonl"))
+            ids.update(
+                n[6:-6] for n in os.listdir(key[0]) if n.startswith("agent-") and n.endswith(".jsonl") and decodable(n)
+            )
         except OSError:
             pass
         return AgentFiles(key[0], ids)

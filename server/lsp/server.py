@@ -514,7 +514,11 @@ server = SessionServer()
 
 
 def _path(uri: str) -> Path:
-    return server.path_of(uri)
+    """The file a request's `textDocument.uri` names; InvalidParams for one no file can have (a NUL, `%00`)."""
+    path = server.path_of(uri)
+    if "\x00" in str(path):
+        raise JsonRpcInvalidParams(message="parameter 'textDocument.uri' names a path with a NUL character")
+    return path
 
 
 def _object_params(params: Any) -> dict[str, Any]:
@@ -633,7 +637,9 @@ def exit_(ls: SessionServer, params: Any) -> None:
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
 def text_document_did_open(ls: SessionServer, params: lsp.DidOpenTextDocumentParams) -> None:
     """The opened session's diagnostics are computed and pushed from a thread of their own."""
-    path = _path(params.text_document.uri)
+    path = server.path_of(params.text_document.uri)
+    if "\x00" in str(path):  # no file: nothing to publish (a notification has no answer to refuse it in)
+        return
     threading.Thread(target=_publish_opened, args=(ls, path), name="did-open", daemon=True).start()
 
 
@@ -644,8 +650,8 @@ def _publish_opened(ls: SessionServer, path: Path) -> None:
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
 def text_document_did_save(ls: SessionServer, params: lsp.DidSaveTextDocumentParams) -> None:
-    path = _path(params.text_document.uri)
-    if ls.index is not None and ls.under_projects(path):
+    path = server.path_of(params.text_document.uri)
+    if ls.index is not None and "\x00" not in str(path) and ls.under_projects(path):
         ls.on_index_change(ls.index.update_file(path))
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from server.agent.cancel import CancelToken
+from storage.jsonline import scrub_surrogates
 from storage.paths import is_inside
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -46,6 +47,24 @@ class ToolOutput:
     is_error: bool = False
     extra: dict[str, Any] | None = None
     """What the CLI keeps as `toolUseResult` beside the result row (optional)."""
+
+    def __post_init__(self) -> None:
+        """What a tool gives back is valid Unicode: a file name that is not valid UTF-8 comes from `os` with lone
+        surrogates in it, which no API request or transcript line can carry (the turn died sending the next
+        request); as the CLI (Node) lists such a name, each of them is U+FFFD (`shown`)."""
+        self.content = shown(self.content)
+        if self.extra is not None:
+            self.extra = scrub_surrogates(self.extra)
+
+
+def shown(text: str) -> str:
+    """`text` with each lone surrogate (an undecodable byte of a file name, as `os` decodes it) as U+FFFD: what a
+    tool shows or matches a pattern against (RE2 takes only valid Unicode)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return str(scrub_surrogates(text))
+    return text
 
 
 SECRET_NAMES = frozenset(

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from server.agent.tools.base import ToolContext, ToolError, ToolOutput, schema, string_arg
+from server.agent.tools.base import ToolContext, ToolError, ToolOutput, schema, shown, string_arg
 from server.agent.tools.patterns import glob_regex, refuse_dotdot
 from server.agent.tools.walk import walk_files
 
@@ -40,7 +40,7 @@ class GlobTool:
             base, pattern = _split_absolute(pattern, ctx)
         refuse_dotdot(pattern)
         regex = glob_regex(pattern)
-        matches = [e.path for e in walk_files(ctx, base) if regex.fullmatch(e.path.relative_to(base).as_posix())]
+        matches = [e.path for e in walk_files(ctx, base) if regex.fullmatch(shown(e.path.relative_to(base).as_posix()))]
         matches.sort(key=lambda p: (-_mtime(p), str(p)))
         if not matches:
             return ToolOutput("No files found")

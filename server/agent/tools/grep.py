@@ -20,6 +20,7 @@ from server.agent.tools.base import (
     int_arg,
     refuse_special,
     schema,
+    shown,
     string_arg,
 )
 from server.agent.tools.patterns import LinePattern, glob_regex, refuse_dotdot
@@ -72,7 +73,7 @@ class GrepTool:
         if file_glob:
             refuse_dotdot(file_glob, "Grep's glob")
             g = glob_regex(file_glob)
-            files = [f for f in files if g.fullmatch(f.path.name) or g.fullmatch(_rel(f.path, base))]
+            files = [f for f in files if g.fullmatch(shown(f.path.name)) or g.fullmatch(shown(_rel(f.path, base)))]
         head = int_arg(tool_input, "head_limit") or DEFAULT_HEAD
         lines: list[str] = []
         hits = 0
