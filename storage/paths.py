@@ -104,8 +104,9 @@ def is_session_file(path: Path) -> bool:
 def decodable(path: Path | str) -> bool:
     """`path` is valid UTF-8, as its bytes are on disk. A name holding another byte (0x80, 0xff: a synced folder, an
     archive from elsewhere) comes into Python with a lone surrogate in it, which SQLite, JSON and `file://` URIs
-    cannot carry; the real CLI (Node) reads it with U+FFFD in its place, so it never opens what is below it. Such a
-    file or folder is no session, subagent or project folder: discovery never lists it, nor anything below it."""
+    cannot carry. The real CLI never writes such a name (a project folder is its cwd with every unit outside
+    [A-Za-z0-9] made `-`, `project_folder_name`; a session or subagent file is named by a uuid), so such a file or
+    folder is no session, subagent or project folder: discovery never lists it, nor anything below it."""
     try:
         os.fspath(path).encode("utf-8")
     except UnicodeEncodeError:
