@@ -347,6 +347,7 @@ def test_resume_runs_claude_in_a_terminal(nvim_run: dict[str, Any]) -> None:
     assert rec["ran"], rec
     assert rec["buftype"] == "terminal"
     # the corpus's cwd (/Users/me/shop) does not exist here: the plugin falls back to Neovim's cwd
+    assert not Path("/Users/me/shop").exists(), "something made /Users/me/shop on this machine: remove it"
     assert rec["output"].strip() == f"CLAUDE-RESUME --resume {S2} IN {rec['nvim_cwd']}", rec
 
 
