@@ -37,6 +37,7 @@ tests/corpus/extra/README.md and tests/test_apiform_rules.py):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -396,14 +397,15 @@ def api_messages_from_entries(
     bare: bool = False,
     effort_statement: bool = False,
     system_messages: bool | None = None,
+    on: date | None = None,
 ) -> list[dict[str, Any]]:
     """The API form of chain `rows` with their JSON bodies. `bare`: as resumed with ``--bare``;
     `effort_statement`: add the empty system message that carries the request's effort;
     `system_messages`: whether the model takes system messages in the conversation (default: as
-    the model the resumed session continues with does, see :mod:`storage.models`); without them,
-    system reminders go as user text and no effort statement is sent."""
+    the model the resumed session continues with on day `on`, default today, does, see :mod:`storage.models`);
+    without them, system reminders go as user text and no effort statement is sent."""
     if system_messages is None:
-        system_messages = supports_system_messages(continued_model(entries))
+        system_messages = supports_system_messages(continued_model(entries, on=on))
     items = [(r, e) for r, e in zip(rows, entries) if not _skipped(r, e, bare)]
     msgs = _build(_lift_attachments(items), system_messages)
     _interrupt_tail(msgs)
@@ -421,9 +423,10 @@ def api_messages(
     bare: bool = False,
     effort_statement: bool = False,
     system_messages: bool | None = None,
+    on: date | None = None,
 ) -> list[dict[str, Any]]:
     """The API form of `chain`, reading the rows' bodies from `path` (options as above)."""
     entries = read_entries(path, chain.rows)
     return api_messages_from_entries(
-        chain.rows, entries, bare=bare, effort_statement=effort_statement, system_messages=system_messages
+        chain.rows, entries, bare=bare, effort_statement=effort_statement, system_messages=system_messages, on=on
     )
