@@ -15,7 +15,8 @@ Found by letting the real CLIs 2.1.328 and 2.1.332 resume files whose replies na
 
 ``--model`` and ``ANTHROPIC_MODEL`` (and the other model overrides) skip the restore; the form built
 here is the one of a plain ``claude --resume``. Retirement is by date in the CLI: a model of its table is
-retired from 00:00 UTC of its first-party retirement day on (``Date.parse(day + " UTC") < Date.now()``), so the
+retired from 00:00 UTC of its first-party retirement day on (``Date.parse(day + " UTC") < Date.now()``; within a
+day of it the CLI takes local midnight, which we do not follow), so the
 answer depends on the day (``on``, default today in UTC). 2.1.332's table adds claude-sonnet-4-5 (retired
 2026-11-30), claude-3-5-sonnet (2025-10-28) and claude-opus-4-5 (2027-01-22) to 2.1.328's: 2.1.328 restored the
 first two, 2.1.332 does not (tests/test_oracle_newest.py).
