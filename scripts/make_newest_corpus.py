@@ -35,7 +35,10 @@ from realcli import find_claude, run_claude  # noqa: E402
 from scripted_api import ScriptedModelServer  # noqa: E402
 from writers.conversations import Script  # noqa: E402
 
+from storage.chain import build_chain  # noqa: E402
+from storage.fork import fork_session  # noqa: E402
 from storage.recorder import SessionRecorder  # noqa: E402
+from storage.transcript import Transcript  # noqa: E402
 
 NEWEST = "2.1.332"
 BASE = Path("/tmp/slsp-newest")
@@ -154,6 +157,12 @@ class Driver:
         rec.set_title("from scratch")
         rec.close()
         self.roles["ours"] = rec.session_id
+        # and forks the appended session, as --fork-session does and at an earlier reply (fresh uuids, forkedFrom)
+        (path,) = projects.glob(f"*/{session_id(version, 9)}.jsonl")
+        at = [r for r in build_chain(Transcript.load(path)).rows if r.type == "assistant"][-3].uuid
+        for n, kind, at_uuid in ((11, "our-fork", None), (12, "our-fork-at", at)):
+            sid = session_id(version, n)
+            self.roles[kind], _ = fork_session(path, projects, at_uuid=at_uuid, title=kind, session_id=sid)
         return projects
 
     def resume(self, rel: str, projects: Path, cwd: Path, sid: str, writer: str) -> None:
@@ -207,7 +216,8 @@ as root with `--allowedTools Read,Agent`, default system prompt and tools, in `/
 - `rewound` (…7): two turns, then `--resume-session-at <uuid of the first reply>` and a third prompt;
 - `named` (…8): `-n "my named session"`, then a resume; `fork`: `a forked turn`, `--resume` of …1 `--fork-session`;
 - `appended` (…9): one CLI turn (`READ note.txt`), then session-lsp's `SessionRecorder.adopt` recorded a prompt,
-  parallel reads, a subagent and a Chinese prompt into it; `ours` (…10): the same recorded from scratch.
+  parallel reads, a subagent and a Chinese prompt into it; `ours` (…10): the same recorded from scratch;
+  `our-fork`, `our-fork-at`: session-lsp's `fork_session` of …9, whole (same uuids) and at its third-last reply.
 
 Then 2.1.332 (`-p "ORACLE <id>" --resume <id> --system-prompt ... --tools Read,Agent`) resumed, each from a fresh
 copy of its folder: every session file here, the 4 of `tests/corpus/claude-code-2.1.328`, the 59 files of

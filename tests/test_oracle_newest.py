@@ -53,7 +53,7 @@ def _sent(rel: str) -> list[dict[str, Any]]:
 
 
 def test_every_file_was_resumed() -> None:
-    """2.1.332 resumed all 95 files: its 10 session files, the 4 of 2.1.328, 59 of the versions corpus, 22 model files."""
+    """2.1.332 resumed all 97 files: its 10 session files and our 2 forks, the 4 of 2.1.328, 59 old ones, 22 model files."""
     assert all(info["request"] is not None for info in ORACLES.values())
     writers = [info["writer"] for info in ORACLES.values()]
     counts = {w: writers.count(w) for w in sorted(set(writers))}
@@ -66,7 +66,7 @@ def test_every_file_was_resumed() -> None:
         "2.0.77": 4,
         "2.1.0": 6,
         "2.1.328": 4,
-        "2.1.332": 10,
+        "2.1.332": 12,
         "script": 22,
     }
     assert {Path(rel).stem for rel in OWN} == set(ROLES.values())
@@ -92,13 +92,23 @@ def test_chain_json_of_its_sessions(rel: str, capsys: pytest.CaptureFixture[str]
 
 def test_2_1_332_reads_what_session_lsp_wrote() -> None:
     """A session we recorded from scratch and one we appended a prompt, parallel reads, a subagent and a Chinese
-    prompt to: 2.1.332 sent every turn we wrote, as our own API form has it."""
+    prompt to, and our two forks of the latter: 2.1.332 sent every turn we wrote, as our own API form has it."""
     for role, turns in (("ours", 6), ("appended", 8)):
         (rel,) = [r for r in OWN if Path(r).stem == ROLES[role]]
         sent = _sent(rel)
         assert sum(m["role"] == "assistant" for m in sent) == turns
         texts = [b.get("text") for m in sent for b in m["content"]]
         assert "检查审计日志 — done?" in texts and "I read it (2 tool results)." in texts
+    # our forks of the appended session: the whole one sent as the source, the one at a reply (which ends on a tool
+    # result, so the CLI closed it with "No response requested.") up to it
+    path = {Path(r).stem: CORPUS / r for r in OWN}
+    source = _sent(next(r for r in OWN if Path(r).stem == ROLES["appended"]))
+    whole = _sent(next(r for r in OWN if Path(r).stem == ROLES["our-fork"]))
+    at = _sent(next(r for r in OWN if Path(r).stem == ROLES["our-fork-at"]))
+    assert (
+        differences(whole, source) == [] and differences(at[:-1], source[: len(at) - 1]) == [] and len(at) < len(source)
+    )
+    assert '"forkedFrom"' in path[ROLES["our-fork-at"]].read_text(encoding="utf-8")
 
 
 def test_what_2_1_332_resumes_of_the_rewind_the_kill_and_the_fork(capsys: pytest.CaptureFixture[str]) -> None:
