@@ -221,7 +221,7 @@ as root with `--allowedTools Read,Agent`, default system prompt and tools, in `/
 
 Then 2.1.332 (`-p "ORACLE <id>" --resume <id> --system-prompt ... --tools Read,Agent`) resumed, each from a fresh
 copy of its folder: every session file here, the 4 of `tests/corpus/claude-code-2.1.328`, the 59 files of
-`tests/corpus/versions` 2.1.328 resumed and its 22 model files. `oracles.json` maps each file (relative to
+`tests/corpus/versions` 2.1.328 resumed and its 22 model files (97 in all). `oracles.json` maps each file (relative to
 `tests/corpus`) to the index (0-based line of `api-requests.jsonl`) of that resume's `ORACLE` request, with the day
 it ran (`date`: model retirement in the CLI is by date). `api-requests.jsonl` holds every request in full, condensed
 and scrubbed as in `tests/corpus/versions` (texts cut at 500 characters); `steps.log` every command.
