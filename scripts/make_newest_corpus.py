@@ -72,6 +72,7 @@ class Driver:
         self.requests: list[dict[str, Any]] = []
         self.oracles: dict[str, dict[str, Any]] = {}
         self.roles: dict[str, str] = {}
+        self.made_dirs: list[Path] = []
 
     def step(
         self, version: str, cwd: Path, config: Path, prompt: str, *args: str, kill_after: float | None = None
@@ -169,6 +170,8 @@ class Driver:
         """Resume `sid` with the newest CLI from a fresh copy of `projects`; record its request as the oracle."""
         config = BASE / "resume" / rel
         shutil.copytree(projects, config / "projects")
+        made = [p for p in (cwd, *cwd.parents) if not p.exists()]
+        self.made_dirs += [p for p in made if p not in self.made_dirs]  # the CLI needs the cwd; removed at the end
         cwd.mkdir(parents=True, exist_ok=True)
         lo, out, err, _ = self.step(NEWEST, cwd, config, f"ORACLE {sid}", "--resume", sid, *mvc.RESUME_FLAGS)
         mine = [i for i in range(lo, len(self.requests)) if asks_oracle(self.requests[i], sid)]
@@ -265,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         for entry in json.loads((CORPUS / "versions" / "models.json").read_text(encoding="utf-8")):
             projects = CORPUS / "versions" / "models" / "projects"
             d.resume(f"versions/{entry['path']}", projects, mvc.BASE / "models-work", entry["sessionId"], "script")
+        for made in sorted(d.made_dirs, key=lambda p: len(p.parts), reverse=True):
+            made.rmdir()  # e.g. /Users/me/shop: a test expects that cwd of the 2.1.328 corpus to be missing
     dump = lambda value: json.dumps(value, ensure_ascii=False, indent=2) + "\n"  # noqa: E731
     with (OUT / "api-requests.jsonl").open("w", encoding="utf-8") as f:
         for request in d.requests:
