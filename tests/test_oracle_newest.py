@@ -133,7 +133,8 @@ def test_what_2_1_332_resumes_of_the_rewind_the_kill_and_the_fork(capsys: pytest
 def test_new_row_fields_of_2_1_332() -> None:
     """2.1.332 writes `rowSource` (`local` on typed prompts and command rows, `harness` on the command caveat,
     `recorded` on task notifications and recorded reminders) and `sentAtMs` on user rows, `echoWireToolInputs` and
-    `thread` on `api-request` rows; nothing else in its rows' keys differs from 2.1.328's (same scenarios)."""
+    `thread` on `api-request` rows, `modelNotNamed` in a subagent's `.meta.json`; nothing else in its rows' keys
+    differs from 2.1.328's (same scenarios, scripts/make_newest_corpus.py --writer 2.1.328)."""
     seen: dict[str, set[str]] = {}
     for path in (ROOT / "projects").rglob("*.jsonl"):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -151,6 +152,10 @@ def test_new_row_fields_of_2_1_332() -> None:
         "echoWireToolInputs": {"api-request"},
         "thread": {"api-request"},
     }
+    # a subagent's .meta.json says that nothing named its model (`modelNotNamed`); we write none and read none of it
+    metas = [json.loads(p.read_text(encoding="utf-8")) for p in (ROOT / "projects").rglob("*.meta.json")]
+    cli_written = [m for m in metas if "isBuiltIn" in m]  # ours hold agentType, description, toolUseId
+    assert len(cli_written) == 2 and all(m["modelNotNamed"] is True for m in cli_written)
 
 
 def _versions_pairs() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
