@@ -45,6 +45,8 @@ BASE = Path("/tmp/slsp-newest")
 CORPUS = REPO / "tests" / "corpus"
 OUT = CORPUS / f"claude-code-{NEWEST}"
 ALLOWED = ("Read", "Agent")
+RENAMED = "my renamed session"
+"""The named session's title after its `/rename`; a last resume finds the session by it."""
 LIMIT_TOKENS = 990_000
 """What a reply to `BIG <words>` reports here: 195,000 (the versions corpus's) is below the auto-compact threshold of
 the 1M-token context both 2.1.328 and 2.1.332 give their default model, so neither compacted."""
@@ -142,6 +144,7 @@ class Driver:
         run(7, "rewound question", "--resume-session-at", str(first_reply["uuid"]))
         self.roles["named"] = run(8, "a named session", "-n", "my named session")
         run(8, "named again")
+        run(8, f"/rename {RENAMED}")
         # a fork of the compacted session
         before = {p.stem for p in projects.glob("*/*.jsonl")}
         self.step(version, work, config, "a forked turn", "--resume", session_id(version, 1), "--fork-session")
@@ -217,7 +220,8 @@ as root with `--allowedTools Read,Agent`, default system prompt and tools, in `/
 - `killed` (…4): `hi`, then `SLOW a slow reply` killed (SIGKILL) while its reply streamed;
 - `auto-compacted` (…6): `hi`, `BIG turn`, `after the limit` (the CLI compacts before it);
 - `rewound` (…7): two turns, then `--resume-session-at <uuid of the first reply>` and a third prompt;
-- `named` (…8): `-n "my named session"`, then a resume; `fork`: `a forked turn`, `--resume` of …1 `--fork-session`;
+- `named` (…8): `-n "my named session"`, a resume, `/rename my renamed session`;
+- `fork`: `a forked turn`, `--resume` of …1 `--fork-session`;
 - `appended` (…9): one CLI turn (`READ note.txt`), then session-lsp's `SessionRecorder.adopt` recorded a prompt,
   parallel reads, a subagent and a Chinese prompt into it; `ours` (…10): the same recorded from scratch;
   `our-fork`, `our-fork-at`: session-lsp's `fork_session` of …9, whole (same uuids) and at its third-last reply.
@@ -226,8 +230,9 @@ Then 2.1.332 (`-p "ORACLE <id>" --resume <id> --system-prompt ... --tools Read,A
 copy of its folder: every session file here, the 4 of `tests/corpus/claude-code-2.1.328`, the 59 files of
 `tests/corpus/versions` 2.1.328 resumed and its 22 model files (97 in all). `oracles.json` maps each file (relative to
 `tests/corpus`) to the index (0-based line of `api-requests.jsonl`) of that resume's `ORACLE` request, with the day
-it ran (`date`: model retirement in the CLI is by date). `api-requests.jsonl` holds every request in full, condensed
-and scrubbed as in `tests/corpus/versions` (texts cut at 500 characters); `steps.log` every command.
+it ran (`date`: model retirement in the CLI is by date). `by-title.json`: the session a last
+`--resume "my renamed session"` (by title) continued, and its request. `api-requests.jsonl` holds every request in
+full, condensed and scrubbed as in `tests/corpus/versions` (texts cut at 500 characters); `steps.log` every command.
 """
 
 
@@ -255,6 +260,10 @@ def main(argv: list[str] | None = None) -> int:
         for path in sorted((OUT / "projects").glob("*/*.jsonl")):
             rel = path.relative_to(CORPUS).as_posix()
             d.resume(rel, OUT / "projects", BASE / NEWEST / "work", path.stem, NEWEST)
+        config = BASE / "resume" / "by-title"
+        shutil.copytree(OUT / "projects", config / "projects")
+        lo, _, _, _ = d.step(NEWEST, BASE / NEWEST / "work", config, "BY TITLE", "--resume", RENAMED, *mvc.RESUME_FLAGS)
+        by_title = {"title": RENAMED, "request": lo, "sessionId": d.requests[lo]["sessionId"]}
         old = CORPUS / "claude-code-2.1.328" / "projects"
         for path in sorted(old.glob("*/*.jsonl")):
             cwd = Path("/Users/me/other" if "other" in path.parent.name else "/Users/me/shop")
@@ -277,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     (OUT / "steps.log").write_text("\n".join(d.log) + "\n", encoding="utf-8")
     (OUT / "oracles.json").write_text(dump(dict(sorted(d.oracles.items()))), encoding="utf-8")
     (OUT / "roles.json").write_text(dump(d.roles), encoding="utf-8")
+    (OUT / "by-title.json").write_text(dump(by_title), encoding="utf-8")
     (OUT / "README.md").write_text(README, encoding="utf-8")
     print(f"wrote {OUT}: {len(d.requests)} requests, {len(d.oracles)} resumed files")
     return 0

@@ -20,6 +20,7 @@ from test_oracle_versions import sent_before_prompt
 
 from server.cli import main
 from storage.chain import build_chain
+from storage.lookup import find_by_title
 from storage.models import DEFAULT_MODEL, canonical, continued_model, is_restored
 from storage.reader import read_entries
 from storage.resume import last_model, resume
@@ -52,6 +53,33 @@ def _sent(rel: str) -> list[dict[str, Any]]:
     return sent_before_prompt(REQUESTS[info["request"]], info["sessionId"])
 
 
+def _matches(ours: list[dict[str, Any]], request: dict[str, Any], prompt: str) -> list[str]:
+    """How `ours` differs from what `request` sent before `prompt`. A conversation that ends in a user message
+    with no reply (a slash command: the CLI adds no "No response requested." after it) gets the prompt merged
+    into that message: then our last message must be that message's blocks before the prompt (less the "\n" a text
+    block gets when the prompt's text block meets it)."""
+    messages = request["messages"]
+    at = max(
+        i
+        for i, m in enumerate(messages)
+        if m["role"] == "user" and any(b.get("text", "").strip() == prompt for b in m["content"])
+    )
+    expected = messages[:at]
+    if ours and ours[-1]["role"] == "user":
+        blocks = messages[at]["content"]
+        cut = next(k for k, b in enumerate(blocks) if b.get("text", "").strip() == prompt)
+        kept = blocks[:cut]
+        if kept and kept[-1].get("type") == "text" and kept[-1]["text"].endswith("\n"):  # the join's "\n"
+            kept = [*kept[:-1], {**kept[-1], "text": kept[-1]["text"].removesuffix("\n")}]
+        expected = [*expected, {"role": "user", "content": kept}]
+    return differences(ours, expected)
+
+
+def _matches_oracle(ours: list[dict[str, Any]], rel: str) -> list[str]:
+    info = ORACLES[rel]
+    return _matches(ours, REQUESTS[info["request"]], f"ORACLE {info['sessionId']}")
+
+
 def test_every_file_was_resumed() -> None:
     """2.1.332 resumed all 97 files: its 10 session files and our 2 forks, the 4 of 2.1.328, 59 old ones, 22 model files."""
     assert all(info["request"] is not None for info in ORACLES.values())
@@ -75,7 +103,7 @@ def test_every_file_was_resumed() -> None:
 @pytest.mark.parametrize("rel", sorted(ORACLES), ids=_id)
 def test_resume_is_what_2_1_332_sent(rel: str) -> None:
     path = CORPUS / rel
-    assert differences(resume(path, effort_statement=True, on=_day(rel)).messages, _sent(rel)) == []
+    assert _matches_oracle(resume(path, effort_statement=True, on=_day(rel)).messages, rel) == []
     entries = read_entries(path, build_chain(Transcript.load(path)).rows)
     sent_model = REQUESTS[ORACLES[rel]["request"]]["model"]
     assert canonical(continued_model(entries, on=_day(rel))) == canonical(sent_model)
@@ -87,7 +115,7 @@ def test_chain_json_of_its_sessions(rel: str, capsys: pytest.CaptureFixture[str]
     """`session-lsp chain --json` (today's rules) of each session 2.1.332 wrote, and of ours, is what it sent."""
     path = CORPUS / rel
     assert main(["chain", str(path), "--json", "--projects-dir", str(path.parent.parent)]) == 0
-    assert differences(json.loads(capsys.readouterr().out)["messages"], _sent(rel)) == []
+    assert _matches_oracle(json.loads(capsys.readouterr().out)["messages"], rel) == []
 
 
 def test_2_1_332_reads_what_session_lsp_wrote() -> None:
@@ -126,7 +154,7 @@ def test_what_2_1_332_resumes_of_the_rewind_the_kill_and_the_fork(capsys: pytest
     assert len(set(fork.uuids) & set(source.uuids)) >= 5
     assert main(["list", "--projects-dir", str(by_role["named"].parent.parent), "--json"]) == 0
     titles = {s["sessionId"]: s["title"] for s in json.loads(capsys.readouterr().out)}
-    assert titles[ROLES["named"]] == "my named session" and titles[ROLES["ours"]] == "from scratch"
+    assert titles[ROLES["named"]] == "my renamed session" and titles[ROLES["ours"]] == "from scratch"
     assert set(titles) == set(ROLES.values())
 
 
@@ -198,3 +226,30 @@ def test_retirement_is_by_day() -> None:
     assert not is_restored("claude-sonnet-4-5-20250929", on=date(2026, 11, 30))
     assert is_restored("claude-sonnet-4-5-20250929", on=date(2026, 11, 29))
     assert not is_restored("claude-opus-4-1", on=date(2020, 1, 1))  # remapped: never restored
+
+
+def test_resume_by_title_finds_the_session_2_1_332_did() -> None:
+    """`-n` then `/rename` (custom-title and agent-name rows, as 2.1.328 writes them): `--resume "<title>"` took the
+    renamed session, and so does our lookup; what it sent is that session's conversation."""
+    by_title = json.loads((ROOT / "by-title.json").read_text())
+    work = ORACLES[next(r for r in OWN if Path(r).stem == ROLES["named"])]["cwd"]
+    found = find_by_title(ROOT / "projects", by_title["title"], cwd=work)
+    assert found.stem == by_title["sessionId"] == ROLES["named"]
+    request = REQUESTS[by_title["request"]]
+    assert _matches(resume(found, effort_statement=True).messages, request, "BY TITLE") == []
+
+
+def test_a_session_ending_on_a_slash_command() -> None:
+    """The named session ends on `/rename`: its caveat, its `<command-name>` row and its output (a `system`
+    `local_command` row, which `last-prompt` names). 2.1.332 (and 2.1.328) sent all three as user text and no "No
+    response requested." after them; the new prompt joined that message."""
+    (rel,) = [r for r in OWN if Path(r).stem == ROLES["named"]]
+    ours = resume(CORPUS / rel).messages
+    assert ours[-1]["role"] == "user"
+    texts = [b["text"] for b in ours[-1]["content"]]
+    assert [t.split(">", 1)[0] + ">" for t in texts] == [
+        "<local-command-caveat>",
+        "<command-name>",
+        "<local-command-stdout>",
+    ]
+    assert build_chain(Transcript.load(CORPUS / rel)).rows[-1].is_local_command
