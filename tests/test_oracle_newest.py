@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import TESTS
-from oracle import differences, load_requests
+from oracle import differences, load_requests, oracle_requests
 from test_oracle_versions import sent_before_prompt
 
 from server.cli import main
@@ -253,3 +253,17 @@ def test_a_session_ending_on_a_slash_command() -> None:
         "<local-command-stdout>",
     ]
     assert build_chain(Transcript.load(CORPUS / rel)).rows[-1].is_local_command
+
+
+def test_2_1_332_resumes_the_2_1_328_corpus_as_2_1_328_did() -> None:
+    """The 4 sessions of tests/corpus/claude-code-2.1.328 (subagent, compaction, parallel calls, fork, -n): what
+    2.1.332 sent on resuming each is what 2.1.328 sent (each file ends with 2.1.328's own `ORACLE` turn: its request
+    is the conversation less that turn's reply)."""
+    old = oracle_requests(CORPUS / "claude-code-2.1.328" / "api-requests.jsonl")
+    rels = [rel for rel in ORACLES if rel.startswith("claude-code-2.1.328/")]
+    assert len(rels) == 4
+    for rel in rels:
+        sid = ORACLES[rel]["sessionId"]
+        sent = _sent(rel)
+        assert sent[-1] == {"role": "assistant", "content": [{"type": "text", "text": f"echo: ORACLE {sid}"}]}
+        assert differences(sent[:-1], old[sid]["messages"]) == [], rel
