@@ -235,6 +235,10 @@ def test_resume_by_title_finds_the_session_2_1_332_did() -> None:
     work = ORACLES[next(r for r in OWN if Path(r).stem == ROLES["named"])]["cwd"]
     found = find_by_title(ROOT / "projects", by_title["title"], cwd=work)
     assert found.stem == by_title["sessionId"] == ROLES["named"]
+    # /rename also left a sidecar; the CLI's lookup by title ignored it (an edited copy: only the rows' title found
+    # the session), as ours does
+    sidecar = json.loads((found.parent / found.stem / "custom-title.json").read_text())
+    assert sidecar["customTitle"] == by_title["title"] and sidecar["by"] == "user"
     request = REQUESTS[by_title["request"]]
     assert _matches(resume(found, effort_statement=True).messages, request, "BY TITLE") == []
 
