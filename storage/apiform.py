@@ -26,7 +26,8 @@ tests/corpus/extra/README.md and tests/test_apiform_rules.py):
   rides on an empty system message right after the first user message (the system message there,
   if any, carries it instead). It is request settings, not conversation, so it is left out by
   default; every empty system message in a real request is such a carrier.
-- A chain that ends with a user message gets the assistant "No response requested."
+- A chain that ends with a user message gets the assistant "No response requested.", unless it ends on a
+  slash command (its ``<command-name>`` row or its output), which the CLI takes as no interrupted turn.
 - A `Task` call (the subagent tool before 2.1) goes as `Agent`; other old tool names stay.
 - A user message left with nothing once its tool results lost their calls (a chain that starts at a
   tool result) goes as the CLI's orphaned-result placeholder.
@@ -37,6 +38,7 @@ tests/corpus/extra/README.md and tests/test_apiform_rules.py):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -404,9 +406,24 @@ def _effort_statement(msgs: list[_Msg]) -> None:
     msgs.insert(at, _Msg("system", []))
 
 
-def _close(msgs: list[_Msg]) -> None:
+LOCAL_COMMAND_PREFIXES = ("<command-name>", "<local-command-stdout>")
+"""How the rows of a slash command the CLI ran itself start (`/rename`: the command, then its output)."""
+
+
+def _is_local_command(row: Row, entry: dict[str, Any]) -> bool:
+    """A slash command's row: its `system` `local_command` output, or the user row naming the command."""
+    if row.is_local_command:
+        return True
+    message = entry.get("message") if row.type == "user" else None
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, str) and content.lstrip().startswith(LOCAL_COMMAND_PREFIXES)
+
+
+def _close(msgs: list[_Msg], on_local_command: bool = False) -> None:
+    """A chain ending in a user message gets "No response requested.", except on a slash command: CLIs 2.1.328
+    and 2.1.332 resumed a session ending in `/rename` (with or without its output row) without it."""
     last = next((m for m in reversed(msgs) if m.role != "system"), None)
-    if last is not None and last.role == "user":
+    if last is not None and last.role == "user" and not on_local_command:
         msgs.append(_Msg("assistant", [{"type": "text", "text": NO_RESPONSE}]))
 
 
@@ -417,21 +434,23 @@ def api_messages_from_entries(
     bare: bool = False,
     effort_statement: bool = False,
     system_messages: bool | None = None,
+    on: date | None = None,
 ) -> list[dict[str, Any]]:
     """The API form of chain `rows` with their JSON bodies. `bare`: as resumed with ``--bare``;
     `effort_statement`: add the empty system message that carries the request's effort;
     `system_messages`: whether the model takes system messages in the conversation (default: as
-    the model the resumed session continues with does, see :mod:`storage.models`); without them,
-    system reminders go as user text and no effort statement is sent."""
+    the model the resumed session continues with on day `on`, default today, does, see :mod:`storage.models`);
+    without them, system reminders go as user text and no effort statement is sent."""
     if system_messages is None:
-        system_messages = supports_system_messages(continued_model(entries))
+        system_messages = supports_system_messages(continued_model(entries, on=on))
     items = [(r, e) for r, e in zip(rows, entries) if not _skipped(r, e, bare)]
-    msgs = _build(_lift_attachments(items), system_messages)
+    lifted = _lift_attachments(items)
+    msgs = _build(lifted, system_messages)
     _interrupt_tail(msgs)
     msgs = _pair_tools(msgs)
     if effort_statement and system_messages:
         _effort_statement(msgs)
-    _close(msgs)
+    _close(msgs, on_local_command=bool(lifted) and _is_local_command(*lifted[-1]))
     return [{"role": m.role, "content": m.content} for m in msgs]
 
 
@@ -442,9 +461,10 @@ def api_messages(
     bare: bool = False,
     effort_statement: bool = False,
     system_messages: bool | None = None,
+    on: date | None = None,
 ) -> list[dict[str, Any]]:
     """The API form of `chain`, reading the rows' bodies from `path` (options as above)."""
     entries = read_entries(path, chain.rows)
     return api_messages_from_entries(
-        chain.rows, entries, bare=bare, effort_statement=effort_statement, system_messages=system_messages
+        chain.rows, entries, bare=bare, effort_statement=effort_statement, system_messages=system_messages, on=on
     )

@@ -51,11 +51,12 @@ def parse_ts(value: str | None) -> float | None:
 
 
 def _to_message_row(t: Transcript, row: Row) -> Row:
-    """Walk back from a non-user/assistant pick to the nearest user/assistant row."""
+    """Walk back from a non-user/assistant pick to the nearest user/assistant row, or a slash command's output
+    row (the CLI resumes a session whose `last-prompt` names one, after `/rename`, with that output sent)."""
     seen: set[str] = set()
     cur: Row | None = row
     while cur is not None and cur.uuid not in seen:
-        if cur.is_message:
+        if cur.is_message or cur.is_local_command:
             return cur
         seen.add(cur.uuid or "")
         cur = t.nodes.get(cur.parent) if cur.parent else None

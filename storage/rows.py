@@ -52,6 +52,11 @@ class Row:
         return self.type in MESSAGE_TYPES
 
     @property
+    def is_local_command(self) -> bool:
+        """A slash command's output row (`system`, subtype `local_command`): sent to the model as user text."""
+        return self.type == "system" and self.subtype == "local_command"
+
+    @property
     def is_compact_boundary(self) -> bool:
         return self.type == "system" and self.subtype == "compact_boundary"
 

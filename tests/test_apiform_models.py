@@ -46,10 +46,15 @@ def test_system_reminders_follow_the_sessions_model(tmp_path: Path) -> None:
     new = resume(_write(tmp_path, "claude-opus-5-5"), effort_statement=True).messages
     assert [m["role"] for m in new] == ["user", "system", "assistant"]
     assert new[1]["content"][0]["text"] == "Today's date is 2026-11-29."
-    old = resume(_write(tmp_path, "claude-sonnet-4-5"), effort_statement=True).messages
+    old = resume(_write(tmp_path, "claude-haiku-4-5"), effort_statement=True).messages
     assert [m["role"] for m in old] == ["user", "assistant"]
     assert old[0]["content"][0]["text"].startswith("<system-reminder>\nToday's")
-    assert last_model(tmp_path / "s.jsonl") == "claude-sonnet-4-5"
+    assert last_model(tmp_path / "s.jsonl") == "claude-haiku-4-5"
+    # claude-sonnet-4-5 took no system messages either, but CLI 2.1.332 has it retired since 2026-11-30: such a
+    # session goes on with the default model, which takes them
+    retired = resume(_write(tmp_path, "claude-sonnet-4-5"), effort_statement=True).messages
+    assert [m["role"] for m in retired] == ["user", "system", "assistant"]
+    assert last_model(tmp_path / "s.jsonl") is None
 
 
 def test_task_notification_is_framed(tmp_path: Path) -> None:

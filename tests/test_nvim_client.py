@@ -107,7 +107,7 @@ def _write_big_session(projects: Path) -> Path:
             "id": f"msg_{n:08d}",
             "type": "message",
             "role": "assistant",
-            "model": "claude-sonnet-4-5",  # a model resumed without the effort carrier: one item per row
+            "model": "claude-haiku-4-5",  # a model resumed without the effort carrier: one item per row
             "content": [{"type": "text", "text": f"reply {n}"}],
             "stop_reason": "end_turn",
             "usage": {"input_tokens": 10, "output_tokens": 2},

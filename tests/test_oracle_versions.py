@@ -3,11 +3,15 @@
 `session-lsp chain --json` of each file the real CLI 2.1.328 resumed must be the conversation it
 sent before its new prompt; the files it refused ("No conversation found") are no sessions; the
 model files show which model a resume continues with and what that does to the conversation.
+We follow the newest CLI, 2.1.332, which retires models 2.1.328 restored (claude-sonnet-4-5, claude-3-5-sonnet):
+the files 2.1.328 went on with such a model are checked against 2.1.332's resume in tests/test_oracle_newest.py
+instead, the others here, on the day 2.1.332 resumed them.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +21,7 @@ from oracle import differences, load_requests
 
 from server.cli import main
 from storage.chain import build_chain
-from storage.models import DEFAULT_MODEL, canonical, continued_model
+from storage.models import DEFAULT_MODEL, canonical, continued_model, is_restored
 from storage.reader import read_entries
 from storage.resume import last_model, resume
 from storage.transcript import Transcript
@@ -29,7 +33,19 @@ MODELS = json.loads((ROOT / "models.json").read_text())
 ROLES = json.loads((ROOT / "roles.json").read_text())
 """writer -> role (compacted, parallel, subagent-last, kill, fork) -> the session file that step wrote."""
 WRITERS = sorted(ROLES, key=lambda v: tuple(map(int, v.split("."))))
-RESUMED = sorted(rel for rel, info in ORACLES.items() if info["request"] is not None)
+NEWEST_DAY = date(2026, 12, 2)
+"""The day CLI 2.1.332 resumed these files (tests/corpus/claude-code-2.1.332/oracles.json)."""
+
+
+def same_in_newest(model: str) -> bool:
+    """Whether the newest CLI, on NEWEST_DAY, goes on with the model 2.1.328 continued with (so sends the same)."""
+    return canonical(model) == DEFAULT_MODEL or is_restored(model, on=NEWEST_DAY)
+
+
+ALL_RESUMED = sorted(rel for rel, info in ORACLES.items() if info["request"] is not None)
+RESUMED = [rel for rel in ALL_RESUMED if same_in_newest(REQUESTS[ORACLES[rel]["request"]]["model"])]
+"""The files 2.1.328 resumed as 2.1.332 does (the 16 of 2.0.0, 2.0.77 and 2.1.0 went on with claude-sonnet-4-5)."""
+MODELS_SAME = [e for e in MODELS if same_in_newest(e["continuedWith"])]
 REFUSED = sorted(rel for rel, info in ORACLES.items() if info["request"] is None)
 
 
@@ -63,7 +79,7 @@ def test_resume_continues_with_the_model_2_1_328_chose(rel: str) -> None:
     of 0.2.109 to 1.0.128 (claude-3-7-sonnet, claude-sonnet-4)."""
     path = ROOT / rel
     entries = read_entries(path, build_chain(Transcript.load(path)).rows)
-    assert canonical(continued_model(entries)) == canonical(REQUESTS[ORACLES[rel]["request"]]["model"])
+    assert canonical(continued_model(entries, on=NEWEST_DAY)) == canonical(REQUESTS[ORACLES[rel]["request"]]["model"])
 
 
 def _file(writer: str, role: str) -> Path:
@@ -77,7 +93,8 @@ def _file(writer: str, role: str) -> Path:
 def test_every_old_session_was_resumed() -> None:
     """Every session file of each writer that 2.1.328 resumed (the corpus is what the tests say): before 2.0
     each resume wrote a new file (a copy of the conversation), from 2.0 on it appends to the same one."""
-    writers = [ORACLES[rel]["writer"] for rel in RESUMED]
+    assert len(RESUMED) == len(ALL_RESUMED) - 16
+    writers = [ORACLES[rel]["writer"] for rel in ALL_RESUMED]
     counts = {writer: writers.count(writer) for writer in WRITERS}
     assert counts == {"0.2.109": 13, "1.0.0": 13, "1.0.51": 13, "1.0.128": 4, "2.0.0": 6, "2.0.77": 4, "2.1.0": 6}
     for writer in WRITERS:
@@ -126,7 +143,7 @@ def test_list_is_the_resumable_sessions(writer: str, capsys: pytest.CaptureFixtu
     projects = ROOT / f"claude-code-{writer}" / "projects"
     assert main(["list", "--projects-dir", str(projects), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
-    resumed = {ORACLES[rel]["sessionId"] for rel in RESUMED if ORACLES[rel]["writer"] == writer}
+    resumed = {ORACLES[rel]["sessionId"] for rel in ALL_RESUMED if ORACLES[rel]["writer"] == writer}
     assert {s["sessionId"] for s in listed} == resumed
     # 2.0.77 and 2.1.0 wrote each subagent to an agent file (sessions 1 and 3 ran one), and many `Warmup`
     # agent files, which are nobody's subagents; the others kept their subagents inline
@@ -139,17 +156,17 @@ def test_list_is_the_resumable_sessions(writer: str, capsys: pytest.CaptureFixtu
         assert item["title"] and item["messageCount"] > 0 and item["usage"]["costUSD"] > 0
 
 
-@pytest.mark.parametrize("entry", MODELS, ids=lambda e: ",".join(e["replies"]))
+@pytest.mark.parametrize("entry", MODELS_SAME, ids=lambda e: ",".join(e["replies"]))
 def test_model_a_resume_continues_with(entry: dict[str, Any]) -> None:
     path = ROOT / entry["path"]
     request = REQUESTS[entry["request"]]
     entries = read_entries(path, build_chain(Transcript.load(path)).rows)
-    assert canonical(continued_model(entries)) == canonical(entry["continuedWith"])
+    assert canonical(continued_model(entries, on=NEWEST_DAY)) == canonical(entry["continuedWith"])
     restored = entry["continuedWith"] if "claude-opus-5-5" in entry["replies"] else None
     if entry["continuedWith"] != DEFAULT_MODEL:
         restored = entry["continuedWith"]
-    assert last_model(path) == restored
-    ours = resume(path, effort_statement=True).messages
+    assert last_model(path, on=NEWEST_DAY) == restored
+    ours = resume(path, effort_statement=True, on=NEWEST_DAY).messages
     assert differences(ours, sent_before_prompt(request, entry["sessionId"])) == []
 
 
