@@ -21,7 +21,7 @@ from server.agent.request import TurnRequest
 from storage.transcript import Transcript
 
 LAST_MODEL = "claude-haiku-4-5"
-"""Restored by the CLI, and not the provider's default (claude-sonnet-4-5)."""
+"""Restored by the CLI, and not the provider's default (the CLI's, claude-opus-5-5)."""
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from server.agent.cancel import CancelToken
 from server.agent.events import TurnEvent, TurnResult
 from server.agent.request import TurnRequest
 from storage.errors import SessionLspError
+from storage.models import DEFAULT_MODEL as DEFAULT_MODEL  # a turn nothing names a model for starts as the CLI does
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_MAX_TOKENS = 16_000
 
 
