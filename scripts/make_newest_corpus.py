@@ -104,12 +104,7 @@ class Driver:
 
     def write_sessions(self, version: str) -> Path:
         root = BASE / version
-        work = root / "work"
-        work.mkdir(parents=True)
-        note, plan = work / "note.txt", work / "plan.txt"
-        note.write_text("a note\n", encoding="utf-8")
-        plan.write_text("step one\nstep two\n", encoding="utf-8")
-        config = root / "config"
+        work, note, plan, config = mvc.working_folder(root)
         projects = config / "projects"
 
         def run(n: int, prompt: str, *args: str, kill_after: float | None = None) -> str:

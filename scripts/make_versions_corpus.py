@@ -190,6 +190,17 @@ def shorten(request: dict[str, Any]) -> dict[str, Any]:
 # -- driving the CLIs ----------------------------------------------------------------------------
 
 
+def working_folder(root: Path) -> tuple[Path, Path, Path, Path]:
+    """A version's working folder under `root`, with the two files its turns read (note, plan), and its config
+    home: (work, note, plan, config)."""
+    work = root / "work"
+    work.mkdir(parents=True)
+    note, plan = work / "note.txt", work / "plan.txt"
+    note.write_text("a note\n", encoding="utf-8")
+    plan.write_text("step one\nstep two\n", encoding="utf-8")
+    return work, note, plan, root / "config"
+
+
 class Driver:
     """Runs CLI steps and logs each, with the requests it made, to steps.log."""
 
@@ -241,13 +252,7 @@ class Driver:
 
     def write_sessions(self, version: str) -> Path:
         """The old CLI's sessions: turns, tool calls, a subagent, a compaction, resumes, a fork."""
-        root = BASE / version
-        work = root / "work"
-        work.mkdir(parents=True)
-        note, plan = work / "note.txt", work / "plan.txt"
-        note.write_text("a note\n", encoding="utf-8")
-        plan.write_text("step one\nstep two\n", encoding="utf-8")
-        config = root / "config"
+        work, note, plan, config = working_folder(BASE / version)
         projects = config / "projects"
         named = cli_knows(version, "--session-id")
 
