@@ -352,11 +352,22 @@ class SessionServer(LanguageServer):
         result, whole = compute()
         if index is None or key is None or before is None or not whole:
             return result
-        if self._index_agrees(before):
+        # kept once the answer is on its way: checking and writing it took 0.045 s of a 0.8 s launch
+        threading.Thread(target=self._keep, args=(key, before, generation, result), name="keep", daemon=True).start()
+        return result
+
+    def _keep(self, key: str, before: FolderStamp, generation: int, result: Any) -> None:
+        """Keep `result` when the index still holds the folder as `before` saw it and the folder has not changed
+        since (a change meanwhile only means it is not kept)."""
+        index = self.index
+        try:
+            if index is None or not self._index_agrees(before):
+                return
             wire = result if isinstance(result, JsonText) else self._wire(result)
             if keep_answer(key, before, stamp_folder(index.projects_dir), wire):
                 self.kept[key] = generation
-        return result
+        except Exception:  # an answer not kept is computed again at the next launch
+            log.warning("keeping the answer to %s failed", key, exc_info=True)
 
     def _wire(self, result: Any) -> bytes:
         """A result as pygls would send it."""
