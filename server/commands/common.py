@@ -55,9 +55,22 @@ def projects_dir(args: argparse.Namespace, *, must_exist: bool = True) -> Path:
     from storage.paths import default_projects_dir
 
     chosen = args.projects_dir if args.projects_dir is not None else default_projects_dir()
-    chosen = Path(chosen).expanduser()
+    chosen = decodable_projects(Path(chosen).expanduser())
     if must_exist and not chosen.is_dir():
         raise CommandError(f"projects folder does not exist: {chosen}")
+    return chosen
+
+
+def decodable_projects(chosen: Path) -> Path:
+    """`chosen`, a projects folder whose path (as given, absolute and real) is valid UTF-8; else a `CommandError`:
+    every path below it would carry a lone surrogate, which the caches (SQLite, JSON) cannot hold (`list`, `usage`
+    and `search` ended in a traceback, `overview` failed). `storage.paths.decodable` says why no session is there."""
+    import os
+
+    from storage.paths import decodable
+
+    if not all(decodable(p) for p in (chosen, chosen.absolute(), os.path.realpath(chosen))):
+        raise CommandError(f"projects folder {chosen} is not valid UTF-8: the CLI has no session there")
     return chosen
 
 

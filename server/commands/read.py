@@ -12,6 +12,7 @@ from server.commands.common import (
     EXAMPLE_PROJECTS,
     CommandError,
     add_projects_dir,
+    decodable_projects,
     json_text,
     print_json,
     print_json_text,
@@ -270,7 +271,7 @@ def _overview(args: argparse.Namespace) -> int:
     from storage.resume import resume
     from storage.sessions import list_sessions
 
-    if args.projects_dir is None and not list_sessions(default_projects_dir(), count=False):
+    if args.projects_dir is None and not list_sessions(decodable_projects(default_projects_dir()), count=False):
         why = "holds no session" if default_projects_dir().is_dir() else "does not exist"
         args.projects_dir = EXAMPLE_PROJECTS
         print(f"({one_line(default_projects_dir())} {why}: using the bundled example {one_line(EXAMPLE_PROJECTS)})\n")

@@ -16,7 +16,7 @@ from server.agent.loop import run_turn
 from server.agent.providers.base import ProviderError
 from server.agent.providers.choose import PROVIDERS
 from server.agent.request import SessionMode, TurnRequest
-from server.commands.common import CommandError, add_projects_dir, print_json
+from server.commands.common import CommandError, add_projects_dir, decodable_projects, print_json
 from storage.livesession import SessionInUse
 from storage.lookup import SessionNotFound
 from storage.paths import candidate_project_dirs, default_projects_dir, iter_session_files, resolve_cwd
@@ -73,7 +73,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def build_request(args: argparse.Namespace) -> TurnRequest:
     cwd = resolve_cwd(args.cwd or ".")
-    projects = Path(args.projects_dir).expanduser() if args.projects_dir else default_projects_dir()
+    projects = decodable_projects(Path(args.projects_dir).expanduser() if args.projects_dir else default_projects_dir())
     mode: SessionMode
     if args.new:
         mode, session = "new", None
