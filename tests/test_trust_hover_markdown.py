@@ -152,6 +152,8 @@ def test_code_spans_and_text_hold_any_value() -> None:
         LINK,
         HTML,
         BARE_URL,
+        "evil.com/x www.evil.com //evil.com a@b.com mailto:a@b.co ftp://evil.com",
+        "_under_ snake_case_name *star* ~~strike~~",
     ]
     md = MarkdownIt("commonmark").enable("linkify")
     for value in samples:
@@ -161,3 +163,9 @@ def test_code_spans_and_text_hold_any_value() -> None:
             assert {c.type for c in children} <= {"text", "code_inline"}, (value, render(value), children)
             shown = "".join(c.content for c in children)
             assert shown == f"a {one_line(value)} z" or (kind == "code_inline" and value == ""), (value, shown)
+
+
+def test_plain_values_read_without_escapes() -> None:
+    """Neovim 0.7 shows a hover's backslash escapes as they are: what holds no markup is left as it is."""
+    for value in ("2026-12-02T05:10:37.913Z", "claude-opus-5-5", "cache_creation_input", "auto", "167000", "2.1.332"):
+        assert text(value) == value

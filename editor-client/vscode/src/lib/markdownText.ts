@@ -2,8 +2,8 @@
 // tooltip): shown as text, never obeyed. VS Code fetches `![](https://...)` when the tooltip opens and makes
 // `[text](url)` a link, and a backtick in a cwd would end its code span. The same rule as the server's hovers
 // (server/features/markdowntext.py): a code span whose fence is longer than any run of backticks in the value, or
-// text with every ASCII punctuation character backslash-escaped; control and format characters are written out
-// as ⟨U+001B⟩ and the value stays on one line.
+// text with every ASCII punctuation character backslash-escaped (VS Code draws the escapes away; the hovers escape
+// fewer, for Neovim); control and format characters are written out as ⟨U+001B⟩ and the value stays on one line.
 
 const ESCAPED = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
 const PUNCTUATION = /[!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]/g;
