@@ -103,3 +103,27 @@ def test_bash_cannot_read_the_credentials_from_the_processes_above_it(
     assert "Permission denied" in out, out  # the turn's own process refused it
     for secret in (SCRIPTED_KEY, token):
         assert secret not in out, out
+
+
+def test_bash_runs_without_the_store_password(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README tells users to keep the session store's password in `PGPASSWORD` (libpq reads it): session-lsp's
+    own secret, in the environment of the process that runs the turn. A whole turn, a real `bash` printing its
+    environment."""
+    work = tmp_path / "work"
+    work.mkdir()
+    password = "store-password-that-must-not-leak"
+    monkeypatch.setenv("PGPASSWORD", password)
+    with ScriptedModelServer() as model:
+        request = TurnRequest(prompt="BASH env", projects_dir=tmp_path / "projects", cwd=str(work), tools=("Bash",))
+        result = run_turn(request, on_event=lambda e: None, provider=scripted_provider(base_url=model.base_url))
+        sent = str(model.requests)
+    results = [
+        str(block["content"])
+        for r in rows(result.path)
+        if r.get("type") == "user" and isinstance(r["message"]["content"], list)
+        for block in r["message"]["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert len(results) == 1 and "PATH=" in results[0], results  # the command did run with an environment
+    assert "PGPASSWORD=" not in results[0] and password not in results[0]  # before: PGPASSWORD=store-password-...
+    assert password not in sent
