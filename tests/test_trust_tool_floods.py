@@ -1,6 +1,7 @@
 """Tool calls whose work could exhaust the server's memory or outlive the turn: Grep over a file of a million short
 matching lines (what it held grew a hundred times the file's size, and a model's response may carry many Greps,
-run in parallel), measured as the peak resident memory of a child process running the real tools on real files."""
+run in parallel), measured as the peak resident memory of a child process running the real tools on real files;
+Grep over minified files whose one line matches everywhere, which ran into its timeout."""
 
 from __future__ import annotations
 
@@ -55,3 +56,23 @@ def test_grep_holds_no_more_than_it_answers_over_a_million_matching_lines(tmp_pa
     content, failed = out["content"]
     assert not failed and str(content).startswith(f"{tmp_path}/short.txt:x\n") and "characters truncated" in content
     assert grown < 48 * 1024, grown  # before: 287 MiB more for this 2 MiB file
+
+
+def test_grep_over_minified_lines_matching_everywhere_answers(tmp_path: Path) -> None:
+    """A match is found once a line: before, one per character of a 2 MiB line that matches everywhere (seven
+    seconds a file here), so a Grep over ten such bundles ran into its 60 s timeout and answered nothing."""
+    from server.agent.tools import ToolContext, make_tools
+    from server.agent.tools.runner import ToolCall, run_calls
+
+    for n in range(10):
+        (tmp_path / f"bundle{n}.min.js").write_bytes(b"a" * (2 * 1024 * 1024 - 16) + b"\n")
+    calls = [
+        ToolCall("content", "Grep", {"pattern": "a", "output_mode": "content", "-n": True}),
+        ToolCall("count", "Grep", {"pattern": "a", "output_mode": "count"}),
+    ]
+    out = run_calls(calls, make_tools(()), ToolContext(tmp_path))
+    assert not out["content"].is_error, out["content"].content  # before: "Grep timed out after 60 s"
+    lines = out["content"].content.splitlines()
+    assert [line.split(":")[0] for line in lines] == [str(tmp_path / f"bundle{n}.min.js") for n in range(10)]
+    assert all(":1:aaaa" in line and "more characters" in line for line in lines)
+    assert out["count"].content.splitlines() == [f"{tmp_path}/bundle{n}.min.js:1" for n in range(10)]
