@@ -9,6 +9,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from scripted_api import ScriptedModelServer, plan_reply, scripted_provider
+
+from server.agent.loop import run_turn
+from server.agent.request import TurnRequest
+from server.agent.tools.read import MAX_BYTES
 
 REPO = Path(__file__).resolve().parent.parent
 HANG = 120.0
@@ -76,3 +83,38 @@ def test_grep_over_minified_lines_matching_everywhere_answers(tmp_path: Path) ->
     assert [line.split(":")[0] for line in lines] == [str(tmp_path / f"bundle{n}.min.js") for n in range(10)]
     assert all(":1:aaaa" in line and "more characters" in line for line in lines)
     assert out["count"].content.splitlines() == [f"{tmp_path}/bundle{n}.min.js:1" for n in range(10)]
+
+
+def read_wide(messages: list[Any]) -> tuple[str, list[dict[str, Any]]]:
+    """The scripted model, but `WIDE <path>` asks for a Read of the file's first 2000 lines (`offset`/`limit`, which
+    lift the whole-file size check)."""
+    last = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+    text = last if isinstance(last, str) else " ".join(str(b.get("text", "")) for b in last if b.get("type") == "text")
+    word, _, path = text.strip().partition(" ")
+    if word == "WIDE":
+        return "normal", [
+            {"type": "tool_use", "id": "", "name": "Read", "input": {"file_path": path, "offset": 1, "limit": 2000}}
+        ]
+    return plan_reply(messages)
+
+
+def test_a_read_of_long_lines_puts_no_more_in_the_conversation_than_a_whole_file_read(tmp_path: Path) -> None:
+    """A file of 2000 lines of 8 KB (a log, minified chunks): shown through `offset`/`limit`, each line cut at 2000
+    characters, it was 2 MB sent to the model (half a million tokens: the session could never be continued) and a
+    10 MB row in the transcript. What one Read shows is bounded as a whole-file Read is (`read.MAX_BYTES`)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "wide.log").write_bytes((b"y" * 7999 + b"\n") * 2000)
+    with ScriptedModelServer(planner=read_wide) as model:
+        request = TurnRequest(prompt="WIDE wide.log", projects_dir=tmp_path / "projects", cwd=str(work))
+        result = run_turn(request, on_event=lambda e: None, provider=scripted_provider(base_url=model.base_url))
+        sent = [json.dumps(r["messages"]) for r in model.requests]
+    written = Path(result.path).read_bytes().splitlines()
+    results = [row for row in map(json.loads, written) if "toolUseResult" in row]
+    assert len(results) == 1 and results[0]["toolUseResult"]["file"]["startLine"] == 1
+    shown = str(results[0]["message"]["content"][0]["content"])
+    assert shown.startswith("1\t" + "y" * 2000 + "\n2\t"), shown[:100]
+    print(f"one Read: {len(shown)} characters to the model, {max(map(len, written))} bytes the longest row")
+    assert len(shown) <= MAX_BYTES + 8 * 2000, len(shown)  # before: 2,103,186
+    assert max(map(len, written)) <= 3 * MAX_BYTES  # before: 10,496,680
+    assert max(map(len, sent)) <= 3 * MAX_BYTES
