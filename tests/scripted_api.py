@@ -132,7 +132,11 @@ def _tool(name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        return f"event: {event}\ndata: {text}\n\n".encode()
+    except UnicodeEncodeError:  # a lone surrogate a planner put in: sent as its JSON escape, as any endpoint may
+        return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
 def _chunks(text: str, n: int) -> list[str]:

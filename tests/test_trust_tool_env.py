@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from nobody import give, run_cli, shared_dir
+from realcli import OFFLINE_ENV
 from scripted_api import SCRIPTED_KEY, SCRIPTED_MODEL, ScriptedModelServer, scripted_provider
 from test_agent_support import rows
 
@@ -103,3 +104,68 @@ def test_bash_cannot_read_the_credentials_from_the_processes_above_it(
     assert "Permission denied" in out, out  # the turn's own process refused it
     for secret in (SCRIPTED_KEY, token):
         assert secret not in out, out
+
+
+def test_bash_runs_without_the_store_password(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README tells users to keep the session store's password in `PGPASSWORD` (libpq reads it): session-lsp's
+    own secret, in the environment of the process that runs the turn. A whole turn, a real `bash` printing its
+    environment."""
+    work = tmp_path / "work"
+    work.mkdir()
+    password = "store-password-that-must-not-leak"
+    monkeypatch.setenv("PGPASSWORD", password)
+    with ScriptedModelServer() as model:
+        request = TurnRequest(prompt="BASH env", projects_dir=tmp_path / "projects", cwd=str(work), tools=("Bash",))
+        result = run_turn(request, on_event=lambda e: None, provider=scripted_provider(base_url=model.base_url))
+        sent = str(model.requests)
+    results = [
+        str(block["content"])
+        for r in rows(result.path)
+        if r.get("type") == "user" and isinstance(r["message"]["content"], list)
+        for block in r["message"]["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert len(results) == 1 and "PATH=" in results[0], results  # the command did run with an environment
+    assert "PGPASSWORD=" not in results[0] and password not in results[0]  # before: PGPASSWORD=store-password-...
+    assert password not in sent
+
+
+def test_the_claude_cli_providers_bash_runs_without_the_store_password(
+    claude: Path, scripted_model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """With the `claude-cli` provider the real CLI runs the turn and its own Bash, in the environment session-lsp
+    gives it: the provider's credentials it needs, this server's secrets it does not. A real CLI 2.1.328 turn."""
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    password, token = "store-password-that-must-not-leak", "server-token-that-must-not-leak"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "SESSION_LSP_CLAUDE": str(claude),
+        "ANTHROPIC_BASE_URL": scripted_model.base_url,
+        "ANTHROPIC_API_KEY": SCRIPTED_KEY,
+        "CLAUDE_CODE_TMPDIR": str(tmp_path / "tmp"),
+        "PGPASSWORD": password,
+        "SESSION_LSP_TOKEN": token,
+        **OFFLINE_ENV,
+    }
+    request = TurnRequest(
+        prompt="BASH env",
+        cwd=str(work),
+        projects_dir=tmp_path / "config" / "projects",
+        provider="claude-cli",
+        tools=("Bash",),
+        env=env,
+    )
+    result = run_turn(request, on_event=lambda e: None)
+    results = [
+        str(block["content"])
+        for r in rows(result.path)
+        if r.get("type") == "user" and isinstance(r["message"]["content"], list)
+        for block in r["message"]["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert len(results) == 1 and "PATH=" in results[0], results  # the CLI's Bash did run
+    assert token not in results[0]
+    assert "PGPASSWORD=" not in results[0] and password not in results[0]  # before: PGPASSWORD=store-password-...

@@ -29,6 +29,7 @@ from server.agent.tools import Tool, ToolContext, make_tools
 from server.agent.tools.base import ToolOutput
 from server.agent.tools.runner import ToolCall, run_calls
 from storage.apiform import NO_RESPONSE
+from storage.jsonline import scrub_surrogates
 from storage.models import DEFAULT_MODEL as CLI_DEFAULT_MODEL
 from storage.resume import last_model, resume
 
@@ -203,7 +204,9 @@ class _Turn:
                 on_retry=lambda n, err: self.emit(TurnEvent("retry", {"attempt": n, "error": err})),
             )
             self.api_ms += int((time.monotonic() - began) * 1000)
-            message = response.message
+            # valid JSON may carry a lone surrogate (`"\ud800"`) no request can encode: as the transcript records it,
+            # with U+FFFD, it is sent back, and its tools run with that (before, the next request raised)
+            message: dict[str, Any] = scrub_surrogates(response.message)
             self.result.usage.add(message.get("usage"))
             if not response.complete:
                 finished = [b for b in message["content"] if b.get("type") != "tool_use"]

@@ -20,6 +20,7 @@ from server.agent.events import TurnEvent, TurnResult
 from server.agent.providers.base import ProviderError, StepRunner
 from server.agent.request import TurnRequest
 from server.agent.tools import READ_ONLY, WRITERS
+from server.agent.tools.base import SERVER_SECRETS
 from server.agent.tools.processes import Supervised, kill_tree
 from storage.admission import admit
 from storage.errors import InvalidArgument
@@ -93,7 +94,8 @@ class ClaudeCliProvider:
         """The CLI runs the whole turn (and picks the resumed session's model itself): `steps` is unused."""
         projects = Path(request.projects_dir or default_projects_dir()).expanduser()
         env = dict(self.env)
-        env.pop("SESSION_LSP_TOKEN", None)  # the CLI's own tools have no use for this server's secret
+        for name in SERVER_SECRETS:  # the CLI's own tools have no use for this server's secrets
+            env.pop(name, None)
         if request.projects_dir is not None:
             env["CLAUDE_CONFIG_DIR"] = str(projects.parent)
         cwd, path, before = self._target(request, projects)

@@ -67,15 +67,21 @@ def shown(text: str) -> str:
     return text
 
 
-SECRET_NAMES = frozenset(
-    {
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_AUTH_TOKEN",
-        "ANTHROPIC_BASE_URL",
-        "ANTHROPIC_CUSTOM_HEADERS",
-        "CLAUDE_CODE_OAUTH_TOKEN",
-        "SESSION_LSP_TOKEN",
-    }
+SERVER_SECRETS = frozenset({"PGPASSWORD", "SESSION_LSP_TOKEN"})
+"""This server's own secrets: its token, and the session store's password (`PGPASSWORD`, where the README says to
+keep it). No command has a use for them, nor the `claude-cli` provider's CLI and the tools it runs."""
+
+SECRET_NAMES = (
+    frozenset(
+        {
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_CUSTOM_HEADERS",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+        }
+    )
+    | SERVER_SECRETS
 )
 """Credentials of the model provider and of this server (a gateway's address may carry `user:password@`, its
 custom headers a key): a command the model runs has no use for them, and a prompt injected through a file it

@@ -78,18 +78,18 @@ class GrepTool:
         lines: list[str] = []
         hits = 0
         for entry in sorted(files, key=lambda e: e.path):
-            found = _search(ctx, entry, regex)
-            if not found:
+            keep = min(max(head - len(lines), 0), MAX_OUTPUT) if mode == "content" else 0
+            count, found = _search(ctx, entry, regex, keep, first_only=mode == "files_with_matches")
+            if not count:
                 continue
             hits += 1
             path = entry.path
             if mode == "files_with_matches":
                 lines.append(str(path))
             elif mode == "count":
-                lines.append(f"{path}:{len(found)}")
+                lines.append(f"{path}:{count}")
             else:
-                for number, text in found[: max(head - len(lines), 0)]:
-                    text = _cut(text)
+                for number, text in found:
                     lines.append(f"{path}:{number}:{text}" if tool_input.get("-n") else f"{path}:{text}")
         if not lines:
             return ToolOutput("No matches found" if mode == "content" else "No files found")
@@ -115,22 +115,31 @@ def _rel(path: Path, base: Path) -> str:
         return path.name
 
 
-def _search(ctx: ToolContext, entry: Entry, regex: LinePattern) -> list[tuple[int, str]]:
-    """Matching lines of one file; a file that is too big, binary, unreadable or no longer inside is skipped."""
+def _search(
+    ctx: ToolContext, entry: Entry, regex: LinePattern, keep: int, *, first_only: bool = False
+) -> tuple[int, list[tuple[int, str]]]:
+    """How many lines of one file match (1 at the first with `first_only`), and the first `keep` of them, cut
+    (`_cut`): no more is held, whatever the file holds (before, every matching line of a file of short lines was,
+    a hundred times the file's size); a file that is too big, binary, unreadable or no longer inside is skipped."""
     ctx.checkpoint()
     try:
         if os.stat(entry.real).st_size > MAX_FILE_BYTES:
-            return []
+            return 0, []
         data = ctx.read_bytes(entry.real, limit=MAX_FILE_BYTES + 1)
     except (ToolTimedOut, ToolCancelled):
         raise
     except (OSError, ToolError):
-        return []
+        return 0, []
     if len(data) > MAX_FILE_BYTES or b"\x00" in data[:8192]:
-        return []
+        return 0, []
+    count = 0
     found: list[tuple[int, str]] = []
     for number, line in regex.matching_lines(data.decode("utf-8", errors="replace")):
-        if len(found) % CHECK_EVERY == 0:
+        if count % CHECK_EVERY == 0:
             ctx.checkpoint()
-        found.append((number, line.removesuffix("\r")))
-    return found
+        count += 1
+        if len(found) < keep:
+            found.append((number, _cut(line.removesuffix("\r"))))
+        elif first_only:
+            break
+    return count, found

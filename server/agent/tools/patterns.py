@@ -46,7 +46,10 @@ class LinePattern:
         if not _TEXT_ANCHOR.search(pattern):  # \A and \z: line start and end per line, text start and end at once
             whole = _options(ignore_case)
             whole.never_nl = True
-            self.whole = re2.compile("(?m)" + pattern, whole)
+            # each match takes the rest of its line: one match a line, not one per character of a minified line
+            # (2 MiB of them took seconds); not where a `\Q` may be left open, taking what follows as literal text
+            lined = pattern if "\\Q" in pattern else f"(?:{pattern})[^\n]*"
+            self.whole = re2.compile("(?m)" + lined, whole)
 
     def matching_lines(self, text: str) -> Iterator[tuple[int, str]]:
         """(line number from 1, line) for every line of `text` with a match."""

@@ -1,8 +1,9 @@
 """Read: a text file with line numbers, as the CLI shows it (`N<TAB>line`).
 
 The file is read in chunks and only the lines shown are kept, each cut at `LINE_BYTES` and all of
-them at `WINDOW_BYTES`, so a file larger than memory (asked for with `offset`/`limit`, which lift the
-whole-file size check) costs time, bounded by the tool's timeout, never memory.
+them at `WINDOW_BYTES` (as much as a whole-file Read shows), so a file larger than memory (asked for
+with `offset`/`limit`, which lift the whole-file size check) costs time, bounded by the tool's
+timeout, never memory.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ DEFAULT_LIMIT = 2000
 MAX_LINE = 2000
 LINE_BYTES = 4 * MAX_LINE
 """Bytes kept of one line: enough for the MAX_LINE characters shown."""
-WINDOW_BYTES = 8 * 1024 * 1024
-"""Bytes kept of all the lines shown; lines past it are left out."""
+WINDOW_BYTES = MAX_BYTES
+"""Bytes kept of all the lines shown; lines past it are left out. No more than a whole-file Read may show: what is
+kept goes to the model and into the transcript (before, 8 MiB: a Read of 2000 long lines sent 2 MB, half a million
+tokens, which no later request of the session could carry again, and wrote a 10 MB row)."""
 CHUNK = 1 << 20
 BINARY_PROBE = 8192
 
