@@ -106,6 +106,17 @@ def test_bash_cannot_read_the_credentials_from_the_processes_above_it(
         assert secret not in out, out
 
 
+def tool_results(path: Path) -> list[str]:
+    """The text of every tool result the transcript at `path` records."""
+    return [
+        str(block["content"])
+        for r in rows(path)
+        if r.get("type") == "user" and isinstance(r["message"]["content"], list)
+        for block in r["message"]["content"]
+        if block.get("type") == "tool_result"
+    ]
+
+
 def test_bash_runs_without_the_store_password(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The README tells users to keep the session store's password in `PGPASSWORD` (libpq reads it): session-lsp's
     own secret, in the environment of the process that runs the turn. A whole turn, a real `bash` printing its
@@ -118,13 +129,7 @@ def test_bash_runs_without_the_store_password(tmp_path: Path, monkeypatch: pytes
         request = TurnRequest(prompt="BASH env", projects_dir=tmp_path / "projects", cwd=str(work), tools=("Bash",))
         result = run_turn(request, on_event=lambda e: None, provider=scripted_provider(base_url=model.base_url))
         sent = str(model.requests)
-    results = [
-        str(block["content"])
-        for r in rows(result.path)
-        if r.get("type") == "user" and isinstance(r["message"]["content"], list)
-        for block in r["message"]["content"]
-        if block.get("type") == "tool_result"
-    ]
+    results = tool_results(result.path)
     assert len(results) == 1 and "PATH=" in results[0], results  # the command did run with an environment
     assert "PGPASSWORD=" not in results[0] and password not in results[0]  # before: PGPASSWORD=store-password-...
     assert password not in sent
@@ -159,13 +164,7 @@ def test_the_claude_cli_providers_bash_runs_without_the_store_password(
         env=env,
     )
     result = run_turn(request, on_event=lambda e: None)
-    results = [
-        str(block["content"])
-        for r in rows(result.path)
-        if r.get("type") == "user" and isinstance(r["message"]["content"], list)
-        for block in r["message"]["content"]
-        if block.get("type") == "tool_result"
-    ]
+    results = tool_results(result.path)
     assert len(results) == 1 and "PATH=" in results[0], results  # the CLI's Bash did run
     assert token not in results[0]
     assert "PGPASSWORD=" not in results[0] and password not in results[0]  # before: PGPASSWORD=store-password-...
