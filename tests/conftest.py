@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,22 @@ def age(where: Path, seconds: int = AN_HOUR) -> None:
     when = time.time() - seconds
     for p in [where, *where.rglob("*")] if where.is_dir() else [where]:
         os.utime(p, (when, when), follow_symlinks=False)
+
+
+def child_json(script: str, payload: object, timeout: float) -> Any:
+    """Run `script` in a child Python from the repository (its JSON argument: `payload`), which must exit 0; what
+    it printed, as JSON."""
+    import json
+
+    done = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(payload)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=TESTS.parent,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
 
 
 sys.path.insert(0, str(TESTS))

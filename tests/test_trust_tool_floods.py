@@ -6,18 +6,16 @@ Grep over minified files whose one line matches everywhere, which ran into its t
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from conftest import child_json
 from scripted_api import ScriptedModelServer, plan_reply, scripted_provider
 
 from server.agent.loop import run_turn
 from server.agent.request import TurnRequest
 from server.agent.tools.read import MAX_BYTES
 
-REPO = Path(__file__).resolve().parent.parent
 HANG = 120.0
 PEAK = (
     "import json, resource, sys\n"
@@ -36,15 +34,7 @@ PEAK = (
 
 
 def peak_of(root: Path, calls: list[dict[str, object]]) -> tuple[int, dict[str, list[object]]]:
-    done = subprocess.run(
-        [sys.executable, "-c", PEAK, json.dumps([str(root), calls])],
-        capture_output=True,
-        text=True,
-        timeout=HANG,
-        cwd=REPO,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answer = json.loads(done.stdout)
+    answer = child_json(PEAK, [str(root), calls], HANG)
     return int(answer["grown_kib"]), answer["out"]
 
 

@@ -6,13 +6,11 @@ sparse (4 GiB that take no disk); the tools run in a child process whose address
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+from conftest import child_json
+
 HANG = 60.0
 CHILD = (
     "import json, resource, sys\n"
@@ -28,15 +26,8 @@ CHILD = (
 
 
 def read_in_child(root: Path, calls: list[dict[str, Any]]) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps([str(root), calls])],
-        capture_output=True,
-        text=True,
-        timeout=HANG,
-        cwd=REPO,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
+    answer: dict[str, Any] = child_json(CHILD, [str(root), calls], HANG)
+    return answer
 
 
 def test_read_with_offset_and_limit_reads_only_what_it_shows(tmp_path: Path) -> None:

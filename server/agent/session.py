@@ -70,8 +70,9 @@ def sandbox_root(cwd: str | None, recorded: str, *, config: Path | None = None) 
 def open_session(request: TurnRequest, *, fsync: bool = False) -> OpenSession:
     projects = Path(request.projects_dir or default_projects_dir()).expanduser()
     cwd = request.cwd
-    if not decodable(resolve_cwd(cwd or ".")):  # before a lock is taken: a registry entry cannot name it
-        where = os.fsencode(resolve_cwd(cwd or "."))
+    given = resolve_cwd(cwd or ".")
+    if not decodable(given):  # before a lock is taken: a registry entry cannot name it
+        where = os.fsencode(given)
         raise InvalidArgument(f"the working directory {where!r} is not valid UTF-8; a transcript cannot record it")
     mode = request.mode
     if mode == "auto":
@@ -81,7 +82,7 @@ def open_session(request: TurnRequest, *, fsync: bool = False) -> OpenSession:
         rec = SessionRecorder.create(projects, str(work), fsync=fsync, config_dir=projects.parent)
         return OpenSession(rec, work, resumed=False)
     if mode == "continue":
-        path = find_continue(projects, resolve_cwd(cwd or "."), access="write")
+        path = find_continue(projects, given, access="write")
     elif not request.session:
         raise InvalidArgument(f"mode {mode} needs a session id, path or title")
     else:

@@ -51,3 +51,8 @@ def workspace_report(files: Iterable[tuple[Path, list[Diagnostic]]], uri_of: Cal
         if diags
     ]
     return {"items": items}
+
+
+def document_report(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """A full `DocumentDiagnosticReport` of one file's diagnostics (`diagnostic_json` each)."""
+    return {"kind": "full", "items": items}

@@ -728,12 +728,7 @@ class ProjectIndex:
 
     def _agent_ids(self, key: SessionKey, subs: list[FileState]) -> AgentFiles:
         ids = {s.agent_id for s in subs if s.agent_id}
-        try:  # legacy flat agent files beside the sessions
-            ids.update(
-                n[6:-6] for n in os.listdir(key[0]) if n.startswith("agent-") and n.endswith(".jsonl") and decodable(n)
-            )
-        except OSError:
-            pass
+        ids.update(legacy_ids(key[0]))  # legacy flat agent files beside the sessions, as the session's stamp lists them
         return AgentFiles(key[0], ids)
 
     def _session_diagnostics(

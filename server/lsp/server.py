@@ -39,7 +39,7 @@ from server.agent.cancel import CancelToken
 from server.agent.permissions import ASK_TIMEOUT, Decision, PermissionAsk, SessionGrants, parse_decision
 from server.agent.pool import TurnPool
 from server.features import navigation
-from server.features.diagnosticreport import diagnostic_json, workspace_report
+from server.features.diagnosticreport import diagnostic_json, document_report, workspace_report
 from server.features.hover import hover_markdown
 from server.features.outline import Item, lenses, row_at_line, turns
 from server.features.requests import SessionRequests
@@ -524,10 +524,16 @@ def _line_range(line: int, start: int = 0, end: int | None = None) -> lsp.Range:
 server = SessionServer()
 
 
-def _path(uri: str) -> Path:
-    """The file a request's `textDocument.uri` names; InvalidParams for one no file can have (a NUL, `%00`)."""
+def _file_of(uri: str) -> Path | None:
+    """The file a document URI names; None for one no file can have (a NUL, `%00`)."""
     path = server.path_of(uri)
-    if "\x00" in str(path):
+    return None if "\x00" in str(path) else path
+
+
+def _path(uri: str) -> Path:
+    """The file a request's `textDocument.uri` names; InvalidParams for one no file can have (`_file_of`)."""
+    path = _file_of(uri)
+    if path is None:
         raise JsonRpcInvalidParams(message="parameter 'textDocument.uri' names a path with a NUL character")
     return path
 
@@ -648,8 +654,8 @@ def exit_(ls: SessionServer, params: Any) -> None:
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
 def text_document_did_open(ls: SessionServer, params: lsp.DidOpenTextDocumentParams) -> None:
     """The opened session's diagnostics are computed and pushed from a thread of their own."""
-    path = server.path_of(params.text_document.uri)
-    if "\x00" in str(path):  # no file: nothing to publish (a notification has no answer to refuse it in)
+    path = _file_of(params.text_document.uri)
+    if path is None:  # no file: nothing to publish (a notification has no answer to refuse it in)
         return
     threading.Thread(target=_publish_opened, args=(ls, path), name="did-open", daemon=True).start()
 
@@ -661,8 +667,8 @@ def _publish_opened(ls: SessionServer, path: Path) -> None:
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
 def text_document_did_save(ls: SessionServer, params: lsp.DidSaveTextDocumentParams) -> None:
-    path = server.path_of(params.text_document.uri)
-    if ls.index is not None and "\x00" not in str(path) and ls.under_projects(path):
+    path = _file_of(params.text_document.uri)
+    if ls.index is not None and path is not None and ls.under_projects(path):
         ls.on_index_change(ls.index.update_file(path))
 
 
@@ -679,7 +685,7 @@ async def text_document_diagnostic(ls: SessionServer, params: lsp.DocumentDiagno
     await _until_ready(ls)
     path = _path(params.text_document.uri)
     items = await asyncio.to_thread(lambda: ls.diagnostics_json(path) if ls.state_of(path) is not None else [])
-    return JsonText(json.dumps({"kind": "full", "items": items}).encode())
+    return JsonText(json.dumps(document_report(items)).encode())
 
 
 def _workspace_files(ls: SessionServer, stop: threading.Event) -> Iterator[tuple[Path, list[Diagnostic]]]:
