@@ -213,13 +213,13 @@ class ProjectIndex:
         stores them (`server.index.fill`): every file is then restored from it, its rows left there."""
         todo = [norm(p) for p in paths] if paths is not None else list(self.discover())
         linked = paths is not None and not discovered
-        sizes = [_size(p) for p in todo]
+        sizes = [file_size(p) for p in todo]
         total_bytes = sum(sizes)
         self.scan_bytes = (0, total_bytes)
         enabled = gc.isenabled()
         gc.disable()  # millions of long-lived rows: collections would only walk them again
         try:
-            filled = self._fill(todo, sizes, progress) if paths is None else set()
+            filled = self.fill_unknown(todo, sizes, progress) if paths is None else set()
             done_files, done_bytes = len(filled), self.scan_bytes[0]
             for i, path in enumerate(todo):
                 with self.lock:
@@ -240,9 +240,30 @@ class ProjectIndex:
             gc.freeze()
         self.persist()
 
-    def _fill(self, todo: list[Path], sizes: list[int], progress: Callable[[int, int], None] | None) -> set[Path]:
+    def fill_unknown(
+        self,
+        todo: list[Path],
+        sizes: list[int],
+        progress: Callable[[int, int], None] | None,
+        *,
+        forked: Callable[[], None] | None = None,
+    ) -> set[Path]:
         """Read the sessions of `todo` the database holds nothing of (none of their files indexed or stored,
-        every one settled) on worker processes, and store them; the files stored, counted in `scan_bytes`."""
+        every one settled) on worker processes, and store them; the files stored, counted in `scan_bytes`.
+        `forked` is called once the workers are forked (or none will be)."""
+        try:
+            return self._fill(todo, sizes, progress, forked)
+        finally:
+            if forked is not None:
+                forked()  # again, harmlessly, when it was called: the caller only waits for the first
+
+    def _fill(
+        self,
+        todo: list[Path],
+        sizes: list[int],
+        progress: Callable[[int, int], None] | None,
+        forked: Callable[[], None] | None,
+    ) -> set[Path]:
         db = self._database()
         if db is None or not todo:
             return set()
@@ -273,7 +294,7 @@ class ProjectIndex:
         from server.index.fill import fill_first  # its workers build indexes of their own
 
         try:  # the listing is stored after the index's part, while this index goes on
-            saved = fill_first(db, self.projects_dir, cold, progress=step).saved
+            saved = fill_first(db, self.projects_dir, cold, progress=step, forked=forked).saved
         except DAMAGE:
             self._rebuild_db()
             return set()
@@ -821,7 +842,8 @@ def _cold(members: list[Path], known: set[Path], stored: dict[str, Identity]) ->
     return not restorable
 
 
-def _size(path: Path) -> int:
+def file_size(path: Path) -> int:
+    """Its size, 0 when it cannot be found."""
     try:
         return os.stat(path).st_size
     except OSError:

@@ -108,6 +108,9 @@ class EarlyInitialize:
         early = cls._initialize(first, stdout, launch, defaults)
         taken = first.raw if first is not None else b""
         if early.served is not None and not early.served.stores:  # store sessions change with their databases
+            from server.index import prefill
+
+            prefill.start(Path(early.served.root))  # the first index's reading, while the server answers and loads
             taken += _answer_kept(reader, stdout, Path(early.served.root))
         early.stream = cast(BinaryIO, Replay(taken + reader.buffer, stdin))  # it has readline and read
         return early

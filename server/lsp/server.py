@@ -45,7 +45,7 @@ from server.features.outline import Item, lenses, row_at_line, turns
 from server.features.requests import SessionRequests
 from server.features.symbols import workspace_symbols
 from server.features.tree import TreeView
-from server.index import ProjectIndex
+from server.index import ProjectIndex, prefill
 from server.index.diagnostics import Diagnostic
 from server.index.storefeed import StoreFeed
 from server.index.storeset import StoreSet
@@ -599,18 +599,24 @@ def _initial_scan(ls: SessionServer) -> None:
     if have_progress:
         ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title="Indexing Claude sessions", percentage=0))
 
+    def report(done: int, total: int, read_bytes: tuple[int, int]) -> None:
+        read, size = read_bytes
+        share = read / size if size else done / total
+        message = f"{done}/{total} files, {read / 2**20:.1f}/{size / 2**20:.1f} MiB"
+        ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=message, percentage=int(100 * share)))
+
     def progress(done: int, total: int) -> None:
         ls.give_way.wait()
         if have_progress and total and (done % 50 == 0 or done == total):
-            read, size = ls.index.scan_bytes if ls.index is not None else (0, 0)
-            share = read / size if size else done / total
-            message = f"{done}/{total} files, {read / 2**20:.1f}/{size / 2**20:.1f} MiB"
-            ls.work_done_progress.report(
-                token, lsp.WorkDoneProgressReport(message=message, percentage=int(100 * share))
-            )
+            report(done, total, ls.index.scan_bytes if ls.index is not None else (0, 0))
+
+    def early_progress(done: int, total: int, read_bytes: tuple[int, int]) -> None:
+        if have_progress and total:
+            report(done, total, read_bytes)
 
     try:
         with gate:
+            prefill.wait(ls.projects_dir, early_progress)  # what was read before the server loaded is stored
             if ls.options.watch:  # also when the folder is missing: the watcher waits for it
                 from server.index.watcher import IndexWatcher
 
