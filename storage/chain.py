@@ -7,8 +7,10 @@ compact boundaries, recovery of orphaned parallel tool calls and results, preser
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
+
+import msgspec
 
 from storage.reader import read_entries
 from storage.rows import CHAIN_TYPES, Row
@@ -314,7 +316,7 @@ def resume_view(t: Transcript) -> Transcript:
         if row.type not in WALKED or (row.order < cut and uid not in links):
             continue
         parent = links[uid] if uid in links else tail if anchor and row.parent == anchor else row.parent
-        view.nodes[uid] = row if parent == row.parent else replace(row, parent=parent)
+        view.nodes[uid] = row if parent == row.parent else msgspec.structs.replace(row, parent=parent)
     view.rows = [r for r in t.rows if r.uuid is None or r.uuid in view.nodes]
     return view
 

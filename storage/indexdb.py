@@ -36,7 +36,8 @@ from storage.cache import cache_dir, private_dir, private_file
 from storage.folderstamp import settled
 from storage.uuidpack import MAX_LINE, Packs, UuidPack, Wanted, pack
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
+"""9: rows stored as arrays (`storage.rows.Row` is an array-like struct), not maps."""
 DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000

@@ -98,7 +98,10 @@ def candidate_project_dirs(projects_dir: Path, cwd: str) -> list[Path]:
 
 
 def is_session_file(path: Path) -> bool:
-    return path.suffix == ".jsonl" and bool(UUID_RE.match(path.stem))
+    """`<uuid>.jsonl` (its name's stem a uuid and its suffix `.jsonl`, from the name's string: on every file at
+    each start, pathlib's `suffix` and `stem` cost more than the match)."""
+    name = path.name
+    return name.endswith(".jsonl") and bool(UUID_RE.match(name[:-6]))
 
 
 def decodable(path: Path | str) -> bool:

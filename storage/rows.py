@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 CHAIN_TYPES = frozenset({"user", "assistant", "attachment", "system"})
 """Row types a conversation chain is made of (see `Row.is_chain_row`)."""
 MESSAGE_TYPES = frozenset({"user", "assistant"})
 
 
-@dataclass(slots=True)
-class Row:
-    """One parsed line. `line` is 0-based; `offset`/`length` locate the line's bytes (without `\\n`)."""
+class Row(msgspec.Struct, array_like=True, gc=False):
+    """One parsed line. `line` is 0-based; `offset`/`length` locate the line's bytes (without `\\n`).
+
+    A msgspec struct kept as an array (`array_like`): the index database holds millions of them, and stored
+    as arrays they take 22 MB for the 117k rows of the 311 MiB bench folder (50 MB with field names), and
+    are written 3x and read back 4x faster. Not tracked by the garbage collector (`gc=False`): a row holds
+    only strings, numbers and tuples of them."""
 
     line: int
     offset: int
@@ -40,7 +45,7 @@ class Row:
     """For a compact boundary: (anchorUuid, headUuid, tailUuid, preserved uuids)."""
     spawned_agent: str | None = None
     """For a tool result of an Agent call: `toolUseResult.agentId`, the subagent it started."""
-    order: int = field(default=-1)
+    order: int = -1
     """Position used for file order; a duplicate uuid keeps its first row's position."""
 
     @property
