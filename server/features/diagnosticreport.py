@@ -8,11 +8,13 @@ on the server's one core while the editor waited. The shape is LSP 3.17's (`Diag
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from server.index.diagnostics import SEVERITY_RANK, Diagnostic
+from server.index.store import ProjectIndex
 
 SOURCE = "session-lsp"
 WHOLE_LINE = 10**6
@@ -51,6 +53,20 @@ def workspace_report(files: Iterable[tuple[Path, list[Diagnostic]]], uri_of: Cal
         if diags
     ]
     return {"items": items}
+
+
+def indexed_diagnostics(
+    indexes: list[ProjectIndex], stop: threading.Event | None = None
+) -> Iterator[tuple[Path, list[Diagnostic]]]:
+    """Every file of the indexes (the projects folder's, the store mirrors'), in order, with its diagnostics; stops
+    as soon as `stop` is set (the request was cancelled)."""
+    for index in indexes:
+        index.settle_all()
+    files = sorted((path, index) for index in indexes for path in list(index.files))
+    for path, index in files:
+        if stop is not None and stop.is_set():
+            return
+        yield path, index.diagnostics(path)
 
 
 def document_report(items: list[dict[str, Any]]) -> dict[str, Any]:

@@ -40,6 +40,9 @@ from storage.usagetotals import Stamp, usage_total
 from storage.uuidpack import UuidPack, pack
 
 log = logging.getLogger(__name__)
+INDEX_NICE = 5
+"""The niceness of a worker reading for the index: the process it reads for stores what it reads and answers
+requests meanwhile (a partial `sessions/list`), and comes first."""
 LISTING_NICE = 10
 """The niceness of a worker once it reads for the listing (the index's process, restoring the index and answering
 its first diagnostics, comes first)."""
@@ -72,6 +75,8 @@ class FillResult:
 
 def _work(root: Path, paths: list[Path], rows: bool = True) -> Filled:
     """Read whole sessions (`paths` holds every file of each) and give back what the index stores of them."""
+    if in_worker() and os.getpriority(os.PRIO_PROCESS, 0) < INDEX_NICE:
+        os.setpriority(os.PRIO_PROCESS, 0, INDEX_NICE)
     idx = ProjectIndex(root, persist=False)
     idx.scan(paths=paths, discovered=True)
     out = Filled(paths)

@@ -1,99 +1,151 @@
-"""The first index's reading, started as soon as the projects folder is known: before pygls loads.
+"""The first index of a projects folder, started as soon as the folder is known: before pygls loads.
 
 A cold language server (nothing of the folder in the index database) reads every session on worker processes
-(`server.index.fill`). Loading pygls and lsprotocol takes most of a second, and the first index used to start
-only after that, on `initialized`. Over stdio the folder is known earlier, from the `initialize` answered before
-the server loads (`server.lsp.early`): `start` then forks the workers and has them read the sessions the
-database does not hold while pygls loads beside them, and the server's first index `wait`s for that part to be
-stored before it scans, restoring those files from the database as on a warm start.
+(`server.index.fill`). Over stdio the folder is known from the `initialize` answered before the server loads
+(`server.lsp.early`), and the first request with no kept answer `start`s the first index in a process of its
+own (`server.index.prefillchild`), which reads and stores the folder, then builds the `workspace/diagnostic`
+report from it. Meanwhile the early reader answers a partial `sessions/list` on this process's core, and can
+hold a `workspace/diagnostic` for that report (`server.lsp.firstreport`), without pygls; the server's first
+index `wait`s for the folder to be stored before it scans, restoring those files from the database as on a
+warm start. A listing asked meanwhile waits for the child's listing too (`FILLS`), as for a fill of its own.
 
-It only stores into the database what the files held when they were read (each session with the identities
-its files had then), so a file changed meanwhile is seen by the scan that follows, as after any fill. The
-workers are forked before `start` returns, while the calling thread holds no lock: the thread that imports
-pygls next may hold an import's lock, which a child forked then would inherit held.
+It stores only what the files held when they were read (each session with the identities its files had then),
+so a file changed meanwhile is seen by the server's scan that follows, as after any fill. When the child fails
+or dies, the server's own first index reads what it did not store.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
-from server.index.store import ProjectIndex, file_size, norm
+import server
+from storage.cache import cache_dir
+from storage.indexdb import FILLS
 
 log = logging.getLogger(__name__)
 
-FORK_WAIT = 5.0
-"""Seconds `start` waits for the workers to be forked before it lets its caller go on anyway."""
+_CHILD = "; ".join(
+    (
+        "import sys",
+        "sys.path.insert(0, sys.argv[1])",
+        "from server.index.prefillchild import main",
+        "sys.exit(main(sys.argv[2:]))",
+    )
+)
+"""The child's program: our own package first on its path (`-I` leaves the working folder and PYTHON* out)."""
 
 
 @dataclass
 class Prefill:
-    """One folder's reading under way: how far it got, and when its index part is stored."""
+    """One folder's first index under way in a child process: how far it got, and what it gave."""
 
     root: Path
     done: tuple[int, int] = (0, 0)
-    """(files read, files of the folder)."""
+    """(files read, files to read)."""
     read_bytes: tuple[int, int] = (0, 0)
     """(bytes read, bytes of the folder)."""
     stored: threading.Event = field(default_factory=threading.Event)
-    """Set once the index's part is stored (or the reading failed, or had nothing to read)."""
-    forked: threading.Event = field(default_factory=threading.Event)
+    """Set once the folder is stored (or the child failed or ended)."""
+    reported: threading.Event = field(default_factory=threading.Event)
+    """Set once `report` is there (or the child failed or ended without it)."""
+    report: bytes | None = None
+    """The `workspace/diagnostic` report of the folder as stored (JSON)."""
     changed: threading.Condition = field(default_factory=threading.Condition)
+    process: subprocess.Popen[bytes] | None = None
 
 
 _RUNNING: dict[Path, Prefill] = {}
 _LOCK = threading.Lock()
 
 
+def _norm(path: Path) -> Path:
+    return Path(os.path.abspath(path))
+
+
 def start(root: Path) -> Prefill | None:
-    """Begin reading the sessions of `root` the index database does not hold (None: no database, no folder, or
-    a reading of it already under way). Returns once its workers are forked."""
-    root = norm(root)
+    """Begin the first index of `root` in a child process (None: no index database, no folder, or an index of
+    it already under way)."""
+    root = _norm(root)
     with _LOCK:
-        if root in _RUNNING or not root.is_dir():
+        if root in _RUNNING or cache_dir() is None or not root.is_dir():
             return None
         run = _RUNNING[root] = Prefill(root)
-    threading.Thread(target=_read, args=(run,), name="prefill", daemon=True).start()
-    run.forked.wait(FORK_WAIT)
+    package_root = str(Path(server.__file__).resolve().parent.parent)
+    try:
+        run.process = subprocess.Popen(
+            [sys.executable, "-I", "-c", _CHILD, package_root, str(root), str(os.getpid())],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )
+    except OSError as exc:
+        log.warning("could not start the first index before the server loaded: %s", exc)
+        with _LOCK:
+            _RUNNING.pop(root, None)
+        return None
+    assert run.process.stdout is not None
+    threading.Thread(target=_follow, args=(run, run.process.stdout), name="prefill", daemon=True).start()
     return run
 
 
-def _read(run: Prefill) -> None:
-    t0 = time.monotonic()
-    try:
-        index = ProjectIndex(run.root)
+def _follow(run: Prefill, out: IO[bytes]) -> None:
+    """Read the child's messages until it ends; a listing asked meanwhile waits for its listing (`FILLS`)."""
+    with FILLS.running():
         try:
-            todo = list(index.discover())
-            sizes = [file_size(p) for p in todo]
-
-            def step(done: int, total: int) -> None:
-                with run.changed:
-                    run.done, run.read_bytes = (done, total), index.scan_bytes
-                    run.changed.notify_all()
-
-            index.scan_bytes = (0, sum(sizes))
-            stored = index.fill_unknown(todo, sizes, step, forked=run.forked.set)
-            log.info("read %d files before the server loaded, in %.2f s", len(stored), time.monotonic() - t0)
+            _read_messages(run, out)
+        except (OSError, ValueError):
+            log.warning("reading the first index's process failed", exc_info=True)
         finally:
-            index.close()
-    except Exception:  # the server's own first index reads what this did not store
-        log.warning("reading the folder before the server loaded failed", exc_info=True)
-    finally:
-        run.forked.set()
-        with run.changed:
-            run.stored.set()
-            run.changed.notify_all()
+            with run.changed:
+                run.stored.set()
+                run.reported.set()
+                run.changed.notify_all()
+            out.close()
+            if run.process is not None:
+                run.process.wait()
+
+
+def _read_messages(run: Prefill, out: IO[bytes]) -> None:
+    for line in iter(out.readline, b""):
+        kind, _, rest = line.rstrip(b"\n").partition(b" ")
+        if kind == b"p":
+            done, total, read, size = (int(x) for x in rest.split())
+            with run.changed:
+                run.done, run.read_bytes = (done, total), (read, size)
+                run.changed.notify_all()
+        elif kind == b"i":
+            with run.changed:
+                run.stored.set()
+                run.changed.notify_all()
+            log.info("the folder was indexed before the server loaded")
+        elif kind == b"r":
+            length = int(rest)
+            data = out.read(length)
+            if len(data) == length:
+                run.report = data
+            run.reported.set()
+        elif kind == b"e":
+            log.warning("the first index before the server loaded failed: %s", rest.decode("utf-8", "replace"))
+
+
+def running(root: Path) -> Prefill | None:
+    with _LOCK:
+        return _RUNNING.get(_norm(root))
 
 
 def wait(root: Path, progress: Callable[[int, int, tuple[int, int]], None] | None = None) -> None:
-    """Until the reading of `root` under way (if any) has stored its index part; `progress` gets (files read,
-    files, (bytes read, bytes)) as it goes."""
-    with _LOCK:
-        run = _RUNNING.get(norm(root))
+    """Until the first index of `root` under way (if any) is stored; `progress` gets (files read, files, (bytes
+    read, bytes)) as it goes."""
+    run = running(root)
     if run is None:
         return
     seen = (-1, -1)
@@ -105,5 +157,3 @@ def wait(root: Path, progress: Callable[[int, int, tuple[int, int]], None] | Non
         if progress is not None and done != seen:
             progress(done[0], done[1], read_bytes)
         seen = done
-    with _LOCK:
-        _RUNNING.pop(run.root, None)

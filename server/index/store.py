@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import os
@@ -91,8 +92,10 @@ def tracked_kind(path: Path) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def session_key(path: Path) -> SessionKey:
-    """(project folder, session id) for a session or subagent file; a legacy agent file is its own."""
+    """(project folder, session id) for a session or subagent file; a legacy agent file is its own. Kept for the
+    files seen last (asked several times per file at every start, each time building paths anew)."""
     if is_session_file(path):
         return path.parent, path.stem
     parts = path.parts
@@ -206,11 +209,13 @@ class ProjectIndex:
         paths: Iterable[Path] | None = None,
         *,
         discovered: bool = False,
+        forked: Callable[[], None] | None = None,
     ) -> None:
         """Read every transcript (or only `paths`) from where the index stopped. Files found by discovery (all
         of them, or `paths` when `discovered` says they were) are not resolved again for links; named ones are.
         With the database, the whole scan first reads the sessions it does not hold on worker processes and
-        stores them (`server.index.fill`): every file is then restored from it, its rows left there."""
+        stores them (`server.index.fill`): every file is then restored from it, its rows left there. `forked`
+        is called once the workers are forked, or once it is known none will be."""
         todo = [norm(p) for p in paths] if paths is not None else list(self.discover())
         linked = paths is not None and not discovered
         sizes = [file_size(p) for p in todo]
@@ -219,7 +224,7 @@ class ProjectIndex:
         enabled = gc.isenabled()
         gc.disable()  # millions of long-lived rows: collections would only walk them again
         try:
-            filled = self.fill_unknown(todo, sizes, progress) if paths is None else set()
+            filled = self.fill_unknown(todo, sizes, progress, forked=forked) if paths is None else set()
             done_files, done_bytes = len(filled), self.scan_bytes[0]
             for i, path in enumerate(todo):
                 with self.lock:
@@ -235,6 +240,8 @@ class ProjectIndex:
                 if progress is not None:
                     progress(done_files, len(todo))
         finally:
+            if forked is not None:
+                forked()
             if enabled:
                 gc.enable()
             gc.freeze()

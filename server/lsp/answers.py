@@ -16,14 +16,17 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from server.lsp.codestamp import code_stamp
 from server.lsp.paramshape import conforms
 from storage.cache import cache_dir, open_private_folder, save_bytes
-from storage.folderstamp import FolderStamp
+from storage.folderstamp import FolderStamp, stamp_folder
+
+if TYPE_CHECKING:
+    from server.index.store import ProjectIndex
 
 FOLDER_NAME = "answers-v1"
 KEPT = ("sessions/list", "workspace/diagnostic")
@@ -107,6 +110,17 @@ def keep_answer(key: str, before: FolderStamp, after: FolderStamp | None, result
         return False
     _prune(path.parent)
     return True
+
+
+def keep_computed(key: str, before: FolderStamp, index: ProjectIndex, result: bytes) -> bool:
+    """Keep `result`, computed from the complete `index` since the folder had the stamp `before`, when the index
+    holds what discovery finds now, each file as `before` saw it, and the folder has not changed since."""
+    with index.lock:
+        held = {str(p): (s.device, s.inode, s.size, s.mtime_ns, s.ctime_ns) for p, s in index.files.items()}
+        found = {str(p) for p in index.discover()}
+    if held.keys() != found or any(before.files.get(p) != ident for p, ident in held.items()):
+        return False
+    return keep_answer(key, before, stamp_folder(index.projects_dir), result)
 
 
 def _prune(folder: Path) -> None:

@@ -39,6 +39,7 @@ from storage.errors import InvalidArgument
 from storage.paths import default_projects_dir
 
 if TYPE_CHECKING:
+    from server.index.prefill import Prefill
     from server.lsp.options import InitializationOptions
 
 CACHE_NAME = "initialize-v1.json"
@@ -108,9 +109,6 @@ class EarlyInitialize:
         early = cls._initialize(first, stdout, launch, defaults)
         taken = first.raw if first is not None else b""
         if early.served is not None and not early.served.stores:  # store sessions change with their databases
-            from server.index import prefill
-
-            prefill.start(Path(early.served.root))  # the first index's reading, while the server answers and loads
             taken += _answer_kept(reader, stdout, Path(early.served.root))
         early.stream = cast(BinaryIO, Replay(taken + reader.buffer, stdin))  # it has readline and read
         return early
@@ -215,30 +213,61 @@ def _send_json(stdout: BinaryIO, request_id: Any, result: bytes) -> None:
 def _answer_kept(reader: FrameReader, stdout: BinaryIO, root: Path) -> bytes:
     """Answer the requests that follow `initialize` from the answers kept for the folder as it is now, until
     one is not kept (`server.lsp.answers`); the bytes of the frames taken and not answered (`initialized`, and
-    the frame that ended this), for the server to read first."""
+    the frame that ended this), for the server to read first. The first request with no kept answer starts the
+    first index (`server.index.prefill`); a `workspace/diagnostic` with none is held for it
+    (`server.lsp.firstreport`)."""
     from server.lsp.answers import answer_key, kept_answer, taken_by_pygls
+    from server.lsp.firstreport import POLL, Held, waits
     from storage.folderstamp import stamp_folder
 
     stamp = stamp_folder(root)  # while the client reads the answer to `initialize` and writes what follows
-    taken = b""
+    taken: list[bytes] = []
+    held: Held | None = None
+    run: Prefill | None = None
+    started = False
     while True:
-        frame = reader.take(time.monotonic() + IDLE)
+        if held is not None and held.ready():
+            answer = held.answer()
+            if answer is None:
+                return b"".join(taken)
+            del taken[held.at]
+            _send_json(stdout, held.request_id, answer)
+            log.info("workspace/diagnostic answered before the server loaded, from the first index")
+            held = None
+        now = time.monotonic()
+        if held is not None and (now >= held.deadline or reader.ended):
+            return b"".join(taken)  # the server answers it, showing the first index's progress
+        frame = reader.take(now + IDLE if held is None else min(now + POLL, held.deadline))
         if frame is None:
-            return taken
+            if held is not None:
+                continue
+            return b"".join(taken)
         message = frame.message or {}
         if message.get("method") == "initialized" and "id" not in message:
-            taken += frame.raw
+            taken.append(frame.raw)
             continue
         request_id = message.get("id")
         method, params = str(message.get("method")), message.get("params")
         key = answer_key(method, params, root) if taken_by_pygls(method, params) else None
         if key is None or message.get("jsonrpc") != "2.0" or type(request_id) not in (int, str):
-            return taken + frame.raw
+            taken.append(frame.raw)
+            if held is not None and waits(frame):
+                continue
+            return b"".join(taken)
         result = kept_answer(key, stamp) if stamp is not None else None
+        if result is None and not started:  # the server will index the folder: from now on, before it loads
+            from server.index import prefill
+
+            run, started = prefill.start(root), True
         if result is None and message.get("method") == "sessions/list":
             result = _partial_list(root, message.get("params"))
+        if result is None and held is None and run is not None and method == "workspace/diagnostic":
+            held = Held(request_id, run, len(taken))
+            taken.append(frame.raw)
+            continue
         if result is None:
-            return taken + frame.raw
+            taken.append(frame.raw)
+            return b"".join(taken)
         _send_json(stdout, request_id, result)
 
 

@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -39,17 +39,16 @@ from server.agent.cancel import CancelToken
 from server.agent.permissions import ASK_TIMEOUT, Decision, PermissionAsk, SessionGrants, parse_decision
 from server.agent.pool import TurnPool
 from server.features import navigation
-from server.features.diagnosticreport import diagnostic_json, document_report, workspace_report
+from server.features.diagnosticreport import diagnostic_json, document_report, indexed_diagnostics, workspace_report
 from server.features.hover import hover_markdown
 from server.features.outline import Item, lenses, row_at_line, turns
 from server.features.requests import SessionRequests
 from server.features.symbols import workspace_symbols
 from server.features.tree import TreeView
 from server.index import ProjectIndex, prefill
-from server.index.diagnostics import Diagnostic
 from server.index.storefeed import StoreFeed
 from server.index.storeset import StoreSet
-from server.lsp.answers import answer_key, keep_answer
+from server.lsp.answers import answer_key, keep_computed
 from server.lsp.early import EarlyInitialize
 from server.lsp.errors import to_jsonrpc
 from server.lsp.framing import FrameError, StreamReader, serve_frames
@@ -361,10 +360,10 @@ class SessionServer(LanguageServer):
         since (a change meanwhile only means it is not kept)."""
         index = self.index
         try:
-            if index is None or not self._index_agrees(before):
+            if index is None:
                 return
             wire = result if isinstance(result, JsonText) else self._wire(result)
-            if keep_answer(key, before, stamp_folder(index.projects_dir), wire):
+            if keep_computed(key, before, index, wire):
                 self.kept[key] = generation
         except Exception:  # an answer not kept is computed again at the next launch
             log.warning("keeping the answer to %s failed", key, exc_info=True)
@@ -382,16 +381,6 @@ class SessionServer(LanguageServer):
                 self.answer_and_keep(method, params, compute)
             except Exception:  # a request that fails now is simply not kept
                 log.debug("not keeping the answer to %s", method, exc_info=True)
-
-    def _index_agrees(self, stamp: FolderStamp) -> bool:
-        """The index holds what discovery finds now, each file as the stamp saw it."""
-        index = self.index
-        if index is None:
-            return False
-        with index.lock:
-            held = {str(p): (s.device, s.inode, s.size, s.mtime_ns, s.ctime_ns) for p, s in index.files.items()}
-            found = {str(p) for p in index.discover()}
-        return held.keys() == found and all(stamp.files.get(p) == ident for p, ident in held.items())
 
     def index_for(self, path: Path) -> ProjectIndex | None:
         """The index of the projects folder or of the store mirror holding `path`; None for others."""
@@ -694,20 +683,6 @@ async def text_document_diagnostic(ls: SessionServer, params: lsp.DocumentDiagno
     return JsonText(json.dumps(document_report(items)).encode())
 
 
-def _workspace_files(ls: SessionServer, stop: threading.Event) -> Iterator[tuple[Path, list[Diagnostic]]]:
-    """Every indexed file (local and store sessions), in order, with its diagnostics; stops as soon as `stop` is
-    set (the request was cancelled)."""
-    assert ls.index is not None
-    indexes = [ls.index, *(feed.index for feed in ls.stores.feeds)]
-    for index in indexes:
-        index.settle_all()
-    files = sorted((path, index) for index in indexes for path in list(index.files))
-    for path, index in files:
-        if stop.is_set():
-            return
-        yield path, index.diagnostics(path)
-
-
 @server.feature(lsp.WORKSPACE_DIAGNOSTIC)
 async def workspace_diagnostic(ls: SessionServer, params: lsp.WorkspaceDiagnosticParams) -> Any:
     """Computed on a worker thread, so the event loop goes on serving other requests (and
@@ -716,7 +691,9 @@ async def workspace_diagnostic(ls: SessionServer, params: lsp.WorkspaceDiagnosti
     stop = threading.Event()
 
     def compute() -> tuple[JsonText, bool]:
-        report = workspace_report(_workspace_files(ls, stop), ls.uri_of)
+        assert ls.index is not None
+        indexes = [ls.index, *(feed.index for feed in ls.stores.feeds)]
+        report = workspace_report(indexed_diagnostics(indexes, stop), ls.uri_of)
         return JsonText(json.dumps(report).encode()), not stop.is_set()
 
     try:
