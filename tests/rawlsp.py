@@ -29,16 +29,18 @@ class RawServer:
         env: dict[str, str] | None = None,
         command: list[str] | None = None,
         answer_requests: bool = True,
+        cwd: Path | None = None,
     ) -> None:
-        """`session-lsp serve --stdio ARGS`, run as `command` (default: this interpreter, `-m server.cli`);
-        the server's own requests are answered with null unless `answer_requests` is False (kept in `asked`)."""
+        """`session-lsp serve --stdio ARGS`, run as `command` (default: this interpreter, `-m server.cli`) in
+        `cwd` (default: the repository); the server's own requests are answered with null unless
+        `answer_requests` is False (kept in `asked`)."""
         self.proc = subprocess.Popen(
             [*(command or [sys.executable, "-m", "server.cli"]), "serve", "--stdio", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             bufsize=0,
-            cwd=ROOT,
+            cwd=cwd or ROOT,
             env=env,
         )
         self._cond = threading.Condition()
@@ -115,8 +117,8 @@ class RawServer:
             try:
                 self.proc.stdin.write(data)
                 self.proc.stdin.flush()
-            except (BrokenPipeError, OSError):
-                pass  # the server is gone; the caller looks at its exit
+            except (BrokenPipeError, OSError, ValueError):
+                pass  # the server is gone, or its input closed by the test; the caller looks at its exit
 
     def send(self, obj: dict[str, Any]) -> None:
         body = json.dumps(obj).encode()
