@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,11 @@ class Prefill:
     process: subprocess.Popen[bytes] | None = None
 
 
+STALL = 120.0
+"""Seconds without a file read after which the server stops waiting for the child (stuck) and indexes itself."""
+_ENCODING = f"{sys.getfilesystemencoding()}:{sys.getfilesystemencodeerrors()}"
+"""How this process decodes file names; the child indexes only when it decodes them the same way."""
+
 _RUNNING: dict[Path, Prefill] = {}
 _LOCK = threading.Lock()
 
@@ -79,9 +85,24 @@ def start(root: Path) -> Prefill | None:
             return None
         run = _RUNNING[root] = Prefill(root)
     package_root = str(Path(server.__file__).resolve().parent.parent)
+    pid = str(os.getpid())
+    # `-I` leaves out every PYTHON* variable: the UTF-8 mode this process runs in is passed on, so that the child
+    # decodes file names as the server does (in the C locale, `PYTHONUTF8=0` makes them ASCII, `-I` UTF-8); the
+    # child refuses to index when its file name encoding still differs
     try:
         run.process = subprocess.Popen(
-            [sys.executable, "-I", "-c", _CHILD, package_root, str(root), str(os.getpid())],
+            [
+                sys.executable,
+                "-I",
+                "-X",
+                f"utf8={sys.flags.utf8_mode}",
+                "-c",
+                _CHILD,
+                package_root,
+                str(root),
+                pid,
+                _ENCODING,
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -149,11 +170,19 @@ def wait(root: Path, progress: Callable[[int, int, tuple[int, int]], None] | Non
     if run is None:
         return
     seen = (-1, -1)
+    moved = time.monotonic()
     while not run.stored.is_set():
         with run.changed:
             if run.done == seen and not run.stored.is_set():
                 run.changed.wait(0.5)
             done, read_bytes = run.done, run.read_bytes
-        if progress is not None and done != seen:
-            progress(done[0], done[1], read_bytes)
+        if done != seen:
+            moved = time.monotonic()
+            if progress is not None:
+                progress(done[0], done[1], read_bytes)
+        elif time.monotonic() - moved > STALL and run.process is not None:
+            log.warning("the first index's process read nothing for %.0f s: it is stopped, the server indexes", STALL)
+            run.process.kill()  # its end sets `stored`; the server's own first index reads what it did not store
+            run.stored.wait(STALL)
+            return
         seen = done

@@ -42,10 +42,13 @@ def _write(out: BinaryIO, data: bytes) -> None:
 
 
 def main(argv: list[str]) -> int:
-    root, parent = Path(argv[0]), int(argv[1])
+    root, parent, encoding = Path(argv[0]), int(argv[1]), argv[2]
     _die_with(parent)
     out = sys.stdout.buffer
     try:
+        ours = f"{sys.getfilesystemencoding()}:{sys.getfilesystemencodeerrors()}"
+        if ours != encoding:  # file names would be read otherwise than the server reads them
+            raise RuntimeError(f"file names decode as {ours} here, as {encoding} in the server")
         _index(root, out)
     except Exception as exc:  # the server's own first index reads what this did not store
         text = " ".join(f"{type(exc).__name__}: {exc}".split())

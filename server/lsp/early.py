@@ -25,6 +25,8 @@ import hashlib
 import json
 import logging
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -100,6 +102,7 @@ class EarlyInitialize:
     ) -> EarlyInitialize:
         """Read the first frame; answer it (and what follows) when it can be. `launch` is the command line's
         choices as JSON (they are part of what options give); `defaults` makes them options, when needed."""
+        _end_on_signals()
         reader = FrameReader.of(stdin)
         if reader is None:
             early = cls()
@@ -180,6 +183,20 @@ class EarlyInitialize:
             save_json(path, dict(list(entries.items())[-KEEP:]))
 
 
+def _end_on_signals() -> None:
+    """Until the server sets its own (`SessionServer._end_on_signals`, which also cancels turns), SIGTERM, SIGINT
+    and SIGHUP end the process with status 128 + the signal, as they do later: nothing of ours is running that
+    needs an end of its own (the first index's process ends with this one)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def on_signal(signum: int, _frame: object) -> None:
+        os._exit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, on_signal)
+
+
 def _served(stored: dict[str, Any], options_key: str | None) -> Served | None:
     """What these options gave when the server took them before (so they need not be parsed again)."""
     known = stored.get("options")
@@ -239,9 +256,9 @@ def _answer_kept(reader: FrameReader, stdout: BinaryIO, root: Path) -> bytes:
             return b"".join(taken)  # the server answers it, showing the first index's progress
         frame = reader.take(now + IDLE if held is None else min(now + POLL, held.deadline))
         if frame is None:
-            if held is not None:
-                continue
-            return b"".join(taken)
+            if held is not None and not reader.buffer:
+                continue  # silence: look at the first index again
+            return b"".join(taken)  # a frame not taken early (too large, malformed, slow to come): pygls reads it
         message = frame.message or {}
         if message.get("method") == "initialized" and "id" not in message:
             taken.append(frame.raw)
