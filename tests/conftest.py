@@ -27,6 +27,15 @@ def age(where: Path, seconds: int = AN_HOUR) -> None:
         os.utime(p, (when, when), follow_symlinks=False)
 
 
+def generated_folder(factory: pytest.TempPathFactory, name: str, mb: int, seed: int) -> Path:
+    """A projects folder of about `mb` MB generated as the benchmarks' (`bench.make_projects`), settled."""
+    from bench.make_projects import make_projects
+
+    folder = make_projects(factory.mktemp(name), total_mb=mb, seed=seed)
+    age(folder)
+    return folder
+
+
 def child_json(script: str, payload: object, timeout: float) -> Any:
     """Run `script` in a child Python from the repository (its JSON argument: `payload`), which must exit 0; what
     it printed, as JSON."""

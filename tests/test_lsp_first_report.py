@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import age
+from conftest import age, generated_folder
 from rawlsp import LIVENESS, RawServer
-from turnproc import children
+from turnproc import alive, children, has_read
 
 EARLY = "workspace/diagnostic answered before the server loaded"
 DIAGNOSTIC = {"previousResultIds": []}
@@ -34,11 +34,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """About 60 MB of sessions: the first index forks its workers and has work queued for them."""
-    from bench.make_projects import make_projects
-
-    folder = make_projects(tmp_path_factory.mktemp("firstreport"), total_mb=60, seed=7)
-    age(folder)
-    return folder
+    return generated_folder(tmp_path_factory, "firstreport", 60, 7)
 
 
 def damage(projects: Path) -> Path:
@@ -134,28 +130,10 @@ def _prefill_child(server: RawServer) -> int:
             except OSError:
                 continue
             workers = children(pid)
-            if b"prefillchild" in cmdline and workers and all(_has_read(w) for w in workers):
+            if b"prefillchild" in cmdline and workers and all(has_read(w) for w in workers):
                 return pid
         time.sleep(0.002)
     raise AssertionError("the first index's process with its workers was not seen")
-
-
-def _has_read(pid: int) -> bool:
-    """The worker read something since it was forked (its first task): it is past its start, where it arranges
-    to end with its parent."""
-    try:
-        fields = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
-    except (OSError, ValueError):
-        return False
-    return int(fields["rchar"]) > 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def _stop(server: RawServer, how: str) -> None:
@@ -185,9 +163,9 @@ def test_stopping_during_the_first_index_ends_its_process_and_workers(
         rc, _ = server.wait_exit(LIVENESS)
         assert rc is not None, f"the server did not end on {how}"
         deadline = time.monotonic() + LIVENESS
-        while any(_alive(p) for p in (child, *workers)):
+        while any(alive(p) for p in (child, *workers)):
             assert time.monotonic() < deadline, (
-                f"left running after {how}: {[p for p in (child, *workers) if _alive(p)]}"
+                f"left running after {how}: {[p for p in (child, *workers) if alive(p)]}"
             )
             time.sleep(0.05)
     finally:

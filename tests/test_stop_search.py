@@ -8,18 +8,14 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import age
+from conftest import generated_folder
 from rawlsp import LIVENESS, RawServer
 from test_stopping import REQUEST_CANCELLED
 
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from bench.make_projects import make_projects
-
-    folder = make_projects(tmp_path_factory.mktemp("stopsearch"), total_mb=40, seed=7)
-    age(folder)
-    return folder
+    return generated_folder(tmp_path_factory, "stopsearch", 40, 7)
 
 
 def read_bytes(pid: int) -> int:

@@ -12,37 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import age
+from conftest import generated_folder
 from rawlsp import LIVENESS
-from turnproc import ROOT, children
+from turnproc import ROOT, alive, children, has_read
 
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """About 40 MB of sessions: several tasks, so `check` forks its workers and they have work queued."""
-    from bench.make_projects import make_projects
-
-    folder = make_projects(tmp_path_factory.mktemp("stopworkers"), total_mb=40, seed=5)
-    age(folder)
-    return folder
-
-
-def _alive(pid: int) -> bool:
-    """Running, sleeping or stopped (not gone, not a zombie)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
-def _has_read(pid: int) -> bool:
-    """The process read something since it was forked (its first task, from the pool's queue)."""
-    try:
-        fields = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
-    except (OSError, ValueError):
-        return False
-    return int(fields["rchar"]) > 0
+    return generated_folder(tmp_path_factory, "stopworkers", 40, 5)
 
 
 @pytest.mark.parametrize(
@@ -74,7 +52,7 @@ def test_stopping_check_ends_its_workers_even_a_stuck_one(
             assert time.monotonic() < deadline, "check never forked its workers"
             workers = children(proc.pid)
             time.sleep(0.002)
-        while not all(_has_read(w) for w in workers):  # each past its start, in the pool's loop
+        while not all(has_read(w) for w in workers):  # each past its start, in the pool's loop
             assert time.monotonic() < deadline, "the workers never read their tasks"
             time.sleep(0.002)
         for w in workers:
@@ -86,15 +64,15 @@ def test_stopping_check_ends_its_workers_even_a_stuck_one(
         except subprocess.TimeoutExpired:
             pytest.fail(f"check, or a worker holding its output, still runs {LIVENESS} s after {sig.name}")
         deadline = time.monotonic() + LIVENESS
-        while any(_alive(w) for w in workers):
-            assert time.monotonic() < deadline, f"workers {sorted(w for w in workers if _alive(w))} outlived check"
+        while any(alive(w) for w in workers):
+            assert time.monotonic() < deadline, f"workers {sorted(w for w in workers if alive(w))} outlived check"
             time.sleep(0.05)
         print(f"{sig.name}, cache {cache}: check ended with status {proc.returncode}, its {len(workers)} workers gone")
         assert proc.returncode in (130, -signal.SIGINT, -signal.SIGTERM), proc.returncode
         assert b"checked" not in out  # stopped, not finished
     finally:
         for w in workers:
-            if _alive(w):
+            if alive(w):
                 os.kill(w, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()

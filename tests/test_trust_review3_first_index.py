@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import age
 from rawlsp import LIVENESS, RawServer
-from turnproc import children
+from turnproc import alive, children
 
 from server.lsp.firstreport import HOLD
 
@@ -27,14 +27,6 @@ def _cpu(pid: int) -> float:
     """User + system CPU seconds of the process so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _running(pid: int) -> bool:
-    """Not gone, and not a zombie (the container's init may reap late)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _first_index_process(server: RawServer, timeout: float = 5.0) -> int | None:
@@ -98,9 +90,9 @@ def test_sigterm_during_the_hold_ends_the_server_as_exit_does(held: tuple[RawSer
     rc, _ = server.wait_exit(LIVENESS)
     os.kill(child, signal.SIGCONT)  # stopped maybe before it set its parent-death signal: it then sees its parent gone
     deadline = time.monotonic() + LIVENESS
-    while _running(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _running(child), "the first index's process outlived the server"
+    assert not alive(child), "the first index's process outlived the server"
     assert rc == 128 + signal.SIGTERM, f"exit status {rc}"
 
 

@@ -203,3 +203,22 @@ def children(pid: int) -> set[int]:
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 out.add(int(entry.name))
     return out
+
+
+def alive(pid: int) -> bool:
+    """Running, sleeping or stopped (not gone, not a zombie: the container's init may reap late)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def has_read(pid: int) -> bool:
+    """A forked worker read something since its fork (its first task): it is past its start, where it arranges to
+    end with its parent."""
+    try:
+        fields = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    except (OSError, ValueError):
+        return False
+    return int(fields["rchar"]) > 0
