@@ -27,6 +27,9 @@ from server.agent.tools.base import (
 
 POLL_S = 0.05
 """How often a waiting runner looks at `should_stop()`."""
+MAX_PARALLEL = 10
+"""Read-only calls run at once at most, as the CLI runs them (a response of 500 Greps is not 500 threads, each
+holding its file's lines)."""
 GRACE_S = 2.0
 """How long past its deadline a call that does not stop by itself is waited for before it is abandoned."""
 
@@ -65,12 +68,14 @@ def timed_out(call: ToolCall, seconds: float) -> ToolOutput:
 
 
 def batches(calls: list[ToolCall], tools: dict[str, Tool]) -> list[list[ToolCall]]:
-    """Consecutive read-only calls form one parallel batch; any other call is a batch of its own."""
+    """Consecutive read-only calls form parallel batches of at most `MAX_PARALLEL`; any other call is a batch of
+    its own."""
     out: list[list[ToolCall]] = []
     for call in calls:
         tool = tools.get(call.name)
         safe = tool is None or tool.read_only
-        if safe and out and out[-1] and getattr(tools.get(out[-1][0].name), "read_only", True):
+        joins = out and len(out[-1]) < MAX_PARALLEL
+        if safe and joins and getattr(tools.get(out[-1][0].name), "read_only", True):
             out[-1].append(call)
         else:
             out.append([call])
