@@ -11,7 +11,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from storage.errors import InvalidArgument
 
@@ -20,17 +20,36 @@ DEFAULT_SCHEMA = "session_store"
 _SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
+def _is_password(key: str) -> bool:
+    return key.strip().lower() == "password"
+
+
+def has_password(url: str) -> bool:
+    """The URL carries a password: in its user part, or as libpq's `password` parameter."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.password is not None or any(_is_password(k) for k, _ in parse_qsl(parts.query, keep_blank_values=True))
+
+
 def redact(url: str) -> str:
-    """The URL with any password replaced by `***` (never shown, never logged)."""
+    """The URL with any password (its user part's, libpq's `password` parameter) replaced by `***` (never shown,
+    never logged)."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return url.split("://", 1)[0] + "://…"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    if parts.password is not None:
+        user = parts.username or ""
+        host = parts.netloc.rsplit("@", 1)[1]
+        parts = parts._replace(netloc=f"{user}:***@{host}")
+    if parts.query:
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        if any(_is_password(k) for k, _ in pairs):
+            shown = "&".join(f"{k}=***" if _is_password(k) else f"{k}={v}" for k, v in pairs)
+            parts = parts._replace(query=shown)
+    return urlunsplit(parts)
 
 
 @dataclass(frozen=True)

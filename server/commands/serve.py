@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from server.commands.common import CommandError, add_projects_dir
+from server.commands.common import CommandError, add_projects_dir, store_url
 
 if TYPE_CHECKING:
     from server.lsp.options import InitializationOptions
@@ -29,6 +29,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--polling", action="store_true", help="poll the folder instead of OS events (network drives)")
     p.add_argument(
         "--store",
+        type=store_url,
         metavar="URL",
         action="append",
         default=[],

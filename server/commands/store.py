@@ -21,21 +21,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from server.commands.common import CommandError, add_projects_dir, print_json, projects_dir
+from server.commands.common import CommandError, add_projects_dir, print_json, projects_dir, store_url
 from storage.terminaltext import one_line
 
 STORE_HELP = "read sessions from a session store (postgresql://...) instead of a projects folder; read-only"
 
 
 def add_store_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", metavar="URL", default=None, help=STORE_HELP)
+    parser.add_argument("--store", type=store_url, metavar="URL", default=None, help=STORE_HELP)
     parser.add_argument("--store-schema", default="session_store", help="the store's PostgreSQL schema")
 
 
 def add_store_session_args(p: argparse.ArgumentParser) -> None:
     """The arguments of a command on one session of a store and its local copy (`pull`, `push`)."""
     p.add_argument("session", help="session id")
-    p.add_argument("--store", metavar="URL", required=True, help="the session store (postgresql://...)")
+    p.add_argument("--store", type=store_url, metavar="URL", required=True, help="the session store (postgresql://...)")
     p.add_argument("--store-schema", default="session_store", help="the store's PostgreSQL schema")
     p.add_argument("--cwd", default=None, help="the session's working directory, when the id is in several projects")
     add_projects_dir(p)

@@ -16,7 +16,7 @@ from server.agent.loop import run_turn
 from server.agent.providers.base import ProviderError
 from server.agent.providers.choose import PROVIDERS
 from server.agent.request import SessionMode, TurnRequest
-from server.commands.common import CommandError, add_projects_dir, decodable_projects, print_json
+from server.commands.common import CommandError, add_projects_dir, decodable_projects, print_json, store_url
 from storage.livesession import SessionInUse
 from storage.lookup import SessionNotFound
 from storage.paths import candidate_project_dirs, default_projects_dir, iter_session_files, resolve_cwd
@@ -59,6 +59,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--store",
+        type=store_url,
         metavar="URL",
         default=None,
         help="with --resume/--continue: a session of this session store (postgresql://...); the turn is "

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from server.commands.common import CommandError, add_projects_dir, print_json, projects_dir
+from server.commands.common import CommandError, add_projects_dir, print_json, projects_dir, store_url
 from storage.access import Access
 from storage.fork import fork_session
 from storage.lookup import resolve_session
@@ -29,7 +29,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--cwd", default=None, help="working directory for title lookups")
     add_projects_dir(p)
     p.add_argument(
-        "--store", metavar="URL", default=None, help="fork a session of this session store (postgresql://...)"
+        "--store",
+        type=store_url,
+        metavar="URL",
+        default=None,
+        help="fork a session of this session store (postgresql://...)",
     )
     p.add_argument("--store-schema", default="session_store", help="the store's PostgreSQL schema")
     p.add_argument(
