@@ -45,9 +45,9 @@ def exit_status(exc: BaseException) -> int:
 def store_url(value: str) -> str:
     """A `--store URL` of the command line, refused when it carries a password: every user of this machine can read
     a process's arguments (`ps`, /proc/PID/cmdline) while it runs."""
-    from storage.store_source import has_password, redact
+    from storage.store_source import SCHEMES, has_password, redact
 
-    if has_password(value):
+    if value.startswith(SCHEMES) and has_password(value):  # another scheme is refused as such, later
         raise argparse.ArgumentTypeError(
             f"{redact(value)} carries a password, which every user of this machine can read in the process list: "
             "put it in PGPASSWORD or ~/.pgpass and give the URL without it"
