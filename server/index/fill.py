@@ -122,20 +122,15 @@ _Job = tuple[Callable[..., Filled], tuple[Any, ...]]
 
 
 @contextlib.contextmanager
-def _computing(jobs: list[_Job], workers: int, forked: Callable[[], None] | None = None) -> Iterator[Iterator[Filled]]:
+def _computing(jobs: list[_Job], workers: int) -> Iterator[Iterator[Filled]]:
     """Each job's result as soon as it is done (the caller stores them while the other jobs run), on `workers`
-    processes taking the jobs in order. The workers start on entry, before the caller opens its transaction;
-    `forked` is called once they are (at once without workers)."""
+    processes taking the jobs in order. The workers start on entry, before the caller opens its transaction."""
     if workers < 2:
-        if forked is not None:
-            forked()
         yield (job(*args) for job, args in jobs)
         return
     with worker_pool(workers) as pool:
         with forking():  # the first submit forks every worker
             futures = [pool.submit(job, *args) for job, args in jobs]
-        if forked is not None:
-            forked()
         yield _as_done(futures)
 
 
@@ -179,7 +174,6 @@ def fill(
     progress: Callable[[list[Path]], None] | None = None,
     stamped: dict[str, Any] | None = None,
     indexed: Callable[[FillResult], None] | None = None,
-    forked: Callable[[], None] | None = None,
 ) -> FillResult:
     """Read `paths` (whole sessions, found by discovery under `root`) and store what they hold; the result has
     the checks and uuids read when `collect` says so; each file's state is stored with `rows`. `progress` gets the
@@ -190,15 +184,14 @@ def fill(
     With `listing`, the listing's records and usage totals are read after everything the index stores, and
     stored in a transaction of their own once the index's is committed; `indexed`, when given, is called with
     the result in between (from then on the listing is stored through a connection of its own, `db` being the
-    caller's again), and a failure of the listing is logged, not raised. `forked` is called once the workers
-    are forked."""
+    caller's again), and a failure of the listing is logged, not raised."""
     if stamped is None:
         stamped = session_stamps(paths)[1]
     result = FillResult()
     processes = workers or os.cpu_count() or 1
     processes = processes if len(paths) >= 4 else 1  # a few files are read sooner than workers start
     jobs = _jobs(root, paths, processes, listing, rows)
-    with _computing(jobs, processes, forked) as works:
+    with _computing(jobs, processes) as works:
         early: list[Filled] = []
         """Listing tasks done before the index's last one."""
         try:
@@ -262,12 +255,7 @@ def _store_listing(db: IndexDB, works: Iterator[Filled]) -> None:
 
 
 def fill_first(
-    db: IndexDB,
-    root: Path,
-    paths: list[Path],
-    *,
-    progress: Callable[[list[Path]], None] | None = None,
-    forked: Callable[[], None] | None = None,
+    db: IndexDB, root: Path, paths: list[Path], *, progress: Callable[[list[Path]], None] | None = None
 ) -> FillResult:
     """`fill` with the listing, returning as soon as the index's part is stored: the listing is read and stored
     on a thread of its own (which forks the workers and holds them), and a listing asked meanwhile waits for it
@@ -282,7 +270,7 @@ def fill_first(
     def run() -> None:
         try:
             with FILLS.running():
-                fill(db, root, paths, listing=True, collect=False, progress=progress, indexed=indexed, forked=forked)
+                fill(db, root, paths, listing=True, collect=False, progress=progress, indexed=indexed)
         except BaseException as exc:  # raised before `indexed`: the caller's
             if not ready.is_set():
                 outcome.append(exc)

@@ -209,22 +209,20 @@ class ProjectIndex:
         paths: Iterable[Path] | None = None,
         *,
         discovered: bool = False,
-        forked: Callable[[], None] | None = None,
     ) -> None:
         """Read every transcript (or only `paths`) from where the index stopped. Files found by discovery (all
         of them, or `paths` when `discovered` says they were) are not resolved again for links; named ones are.
         With the database, the whole scan first reads the sessions it does not hold on worker processes and
-        stores them (`server.index.fill`): every file is then restored from it, its rows left there. `forked`
-        is called once the workers are forked, or once it is known none will be."""
+        stores them (`server.index.fill`): every file is then restored from it, its rows left there."""
         todo = [norm(p) for p in paths] if paths is not None else list(self.discover())
         linked = paths is not None and not discovered
-        sizes = [file_size(p) for p in todo]
+        sizes = [_size(p) for p in todo]
         total_bytes = sum(sizes)
         self.scan_bytes = (0, total_bytes)
         enabled = gc.isenabled()
         gc.disable()  # millions of long-lived rows: collections would only walk them again
         try:
-            filled = self.fill_unknown(todo, sizes, progress, forked=forked) if paths is None else set()
+            filled = self._fill(todo, sizes, progress) if paths is None else set()
             done_files, done_bytes = len(filled), self.scan_bytes[0]
             for i, path in enumerate(todo):
                 with self.lock:
@@ -240,37 +238,14 @@ class ProjectIndex:
                 if progress is not None:
                     progress(done_files, len(todo))
         finally:
-            if forked is not None:
-                forked()
             if enabled:
                 gc.enable()
             gc.freeze()
         self.persist()
 
-    def fill_unknown(
-        self,
-        todo: list[Path],
-        sizes: list[int],
-        progress: Callable[[int, int], None] | None,
-        *,
-        forked: Callable[[], None] | None = None,
-    ) -> set[Path]:
+    def _fill(self, todo: list[Path], sizes: list[int], progress: Callable[[int, int], None] | None) -> set[Path]:
         """Read the sessions of `todo` the database holds nothing of (none of their files indexed or stored,
-        every one settled) on worker processes, and store them; the files stored, counted in `scan_bytes`.
-        `forked` is called once the workers are forked (or none will be)."""
-        try:
-            return self._fill(todo, sizes, progress, forked)
-        finally:
-            if forked is not None:
-                forked()  # again, harmlessly, when it was called: the caller only waits for the first
-
-    def _fill(
-        self,
-        todo: list[Path],
-        sizes: list[int],
-        progress: Callable[[int, int], None] | None,
-        forked: Callable[[], None] | None,
-    ) -> set[Path]:
+        every one settled) on worker processes, and store them; the files stored, counted in `scan_bytes`."""
         db = self._database()
         if db is None or not todo:
             return set()
@@ -301,7 +276,7 @@ class ProjectIndex:
         from server.index.fill import fill_first  # its workers build indexes of their own
 
         try:  # the listing is stored after the index's part, while this index goes on
-            saved = fill_first(db, self.projects_dir, cold, progress=step, forked=forked).saved
+            saved = fill_first(db, self.projects_dir, cold, progress=step).saved
         except DAMAGE:
             self._rebuild_db()
             return set()
@@ -849,8 +824,7 @@ def _cold(members: list[Path], known: set[Path], stored: dict[str, Identity]) ->
     return not restorable
 
 
-def file_size(path: Path) -> int:
-    """Its size, 0 when it cannot be found."""
+def _size(path: Path) -> int:
     try:
         return os.stat(path).st_size
     except OSError:
