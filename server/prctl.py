@@ -8,6 +8,8 @@ of a Bash command (`server/agent/tools/supervise.py`) runs isolated from this pa
 from __future__ import annotations
 
 import ctypes
+import os
+import signal
 import sys
 from collections.abc import Callable
 
@@ -33,3 +35,12 @@ _PRCTL = _find()
 def prctl(option: int, arg: int = 0) -> int | None:
     """`prctl(option, arg, 0, 0, 0)`'s result (-1: refused); None where there is no `prctl` (not Linux)."""
     return None if _PRCTL is None else _PRCTL(option, arg, 0, 0, 0)
+
+
+def die_with_parent(parent: int) -> None:
+    """This process ends with `parent`, the process that started it (killed when that one exits, even by
+    `os._exit`): Linux's parent-death signal, which fires when the thread that forked this process ends; when the
+    parent is already gone, this one ends now."""
+    prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    if os.getppid() != parent:
+        os._exit(0)

@@ -8,6 +8,7 @@ on the server's one core while the editor waited. The shape is LSP 3.17's (`Diag
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -67,6 +68,14 @@ def indexed_diagnostics(
         if stop is not None and stop.is_set():
             return
         yield path, index.diagnostics(path)
+
+
+def workspace_report_json(
+    indexes: list[ProjectIndex], uri_of: Callable[[Path], str], stop: threading.Event | None = None
+) -> bytes:
+    """The `workspace/diagnostic` answer over the indexes, as the JSON sent (the server's handler, and the first
+    index's process for the answer given before pygls loads)."""
+    return json.dumps(workspace_report(indexed_diagnostics(indexes, stop), uri_of)).encode()
 
 
 def document_report(items: list[dict[str, Any]]) -> dict[str, Any]:

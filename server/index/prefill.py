@@ -30,6 +30,7 @@ from typing import IO
 import server
 from storage.cache import cache_dir
 from storage.indexdb import FILLS
+from storage.projectroots import absolute
 
 log = logging.getLogger(__name__)
 
@@ -72,14 +73,10 @@ _RUNNING: dict[Path, Prefill] = {}
 _LOCK = threading.Lock()
 
 
-def _norm(path: Path) -> Path:
-    return Path(os.path.abspath(path))
-
-
 def start(root: Path) -> Prefill | None:
     """Begin the first index of `root` in a child process (None: no index database, no folder, or an index of
     it already under way)."""
-    root = _norm(root)
+    root = Path(absolute(root))
     with _LOCK:
         if root in _RUNNING or cache_dir() is None or not root.is_dir():
             return None
@@ -160,7 +157,7 @@ def _read_messages(run: Prefill, out: IO[bytes]) -> None:
 
 def running(root: Path) -> Prefill | None:
     with _LOCK:
-        return _RUNNING.get(_norm(root))
+        return _RUNNING.get(Path(absolute(root)))
 
 
 def wait(root: Path, progress: Callable[[int, int, tuple[int, int]], None] | None = None) -> None:

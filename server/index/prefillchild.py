@@ -16,24 +16,15 @@ exits.
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import BinaryIO
 
-from server.prctl import PR_SET_PDEATHSIG, prctl
+from server.prctl import die_with_parent
 
 PROGRESS_EVERY = 0.05
 """Seconds between progress messages at most (and one per 50 files)."""
-
-
-def _die_with(parent: int) -> None:
-    prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
-    if os.getppid() != parent:  # the server is already gone
-        os._exit(0)
 
 
 def _write(out: BinaryIO, data: bytes) -> None:
@@ -43,7 +34,7 @@ def _write(out: BinaryIO, data: bytes) -> None:
 
 def main(argv: list[str]) -> int:
     root, parent, encoding = Path(argv[0]), int(argv[1]), argv[2]
-    _die_with(parent)
+    die_with_parent(parent)
     out = sys.stdout.buffer
     try:
         ours = f"{sys.getfilesystemencoding()}:{sys.getfilesystemencodeerrors()}"
@@ -63,7 +54,7 @@ def main(argv: list[str]) -> int:
 def _index(root: Path, out: BinaryIO) -> None:
     from pygls.uris import from_fs_path  # as the server writes URIs (pygls.uris loads no lsprotocol)
 
-    from server.features.diagnosticreport import indexed_diagnostics, workspace_report
+    from server.features.diagnosticreport import workspace_report_json
     from server.index.store import ProjectIndex
     from server.lsp.answers import answer_key, keep_computed
     from storage.folderstamp import stamp_folder
@@ -82,15 +73,10 @@ def _index(root: Path, out: BinaryIO) -> None:
         index.scan(step)
         _write(out, b"i\n")
         before = stamp_folder(index.projects_dir)
-        report = workspace_report(indexed_diagnostics([index]), lambda p: from_fs_path(str(p)) or "")
-        result = json.dumps(report).encode()
+        result = workspace_report_json([index], lambda p: from_fs_path(str(p)) or "")
         _write(out, b"r %d\n" % len(result) + result)
         key = answer_key("workspace/diagnostic", {}, index.projects_dir)  # every one of its params is ignored
         if before is not None and key is not None:
             keep_computed(key, before, index, result)
     finally:
         index.close()
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -6,7 +6,8 @@ streams' locks it does not (the server's reading thread holds stdin's while it w
 multiprocessing closes stdin and flushes stdout in the child), so our workers get streams of their own on
 `os.devnull` and log nothing; they open no database (`storage.sqliteopen`).
 
-A worker ends with the process that forked it (Linux's parent-death signal), and with the pool's caller: when the
+A worker ends with the process that forked it (Linux's parent-death signal, `server.prctl.die_with_parent`: it fires
+when the forking thread ends, and that thread holds the pool for its whole life), and with the pool's caller: when the
 caller leaves the pool by an exception (an interrupt, a failure storing a result, a stop asked for), the work not
 started is dropped and the workers are killed, not waited for. They only read files and compute, so nothing of
 theirs is left half-done; and a worker stuck for good cannot hold its caller with it.
@@ -18,14 +19,13 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import signal
 import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-from server.prctl import PR_SET_PDEATHSIG, prctl
+from server.prctl import die_with_parent
 
 
 class _Forking:
@@ -55,7 +55,7 @@ class _Forking:
             return
         self.on = False
         self.worker = True
-        _die_with_parent(self.parent)  # first: a worker stuck in what follows still ends with its parent
+        die_with_parent(self.parent)  # first: a worker stuck in what follows still ends with its parent
         self.lock = threading.Lock()  # held by the parent's forking thread: a new one here
         self.kept.extend((sys.stdin, sys.stdout, sys.stderr))
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the worker's for its whole life
@@ -66,14 +66,6 @@ class _Forking:
         for fd in (0, 1, 2):
             os.dup2(null, fd)
         os.close(null)
-
-
-def _die_with_parent(parent: int) -> None:
-    """A worker ends with the process that forked it (killed when the server exits, even by `os._exit`): Linux's
-    parent-death signal, set from the forking thread, which holds the pool for its whole life."""
-    prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
-    if os.getppid() != parent:  # the parent is already gone
-        os._exit(0)
 
 
 _FORKING = _Forking()

@@ -276,7 +276,7 @@ def _answer_kept(reader: FrameReader, stdout: BinaryIO, root: Path) -> bytes:
             from server.index import prefill
 
             run, started = prefill.start(root), True
-        if result is None and message.get("method") == "sessions/list":
+        if result is None and method == "sessions/list":
             result = _partial_list(root, message.get("params"))
         if result is None and held is None and run is not None and method == "workspace/diagnostic":
             held = Held(request_id, run, len(taken))

@@ -39,7 +39,7 @@ from server.agent.cancel import CancelToken
 from server.agent.permissions import ASK_TIMEOUT, Decision, PermissionAsk, SessionGrants, parse_decision
 from server.agent.pool import TurnPool
 from server.features import navigation
-from server.features.diagnosticreport import diagnostic_json, document_report, indexed_diagnostics, workspace_report
+from server.features.diagnosticreport import diagnostic_json, document_report, workspace_report_json
 from server.features.hover import hover_markdown
 from server.features.outline import Item, lenses, row_at_line, turns
 from server.features.requests import SessionRequests
@@ -693,8 +693,7 @@ async def workspace_diagnostic(ls: SessionServer, params: lsp.WorkspaceDiagnosti
     def compute() -> tuple[JsonText, bool]:
         assert ls.index is not None
         indexes = [ls.index, *(feed.index for feed in ls.stores.feeds)]
-        report = workspace_report(indexed_diagnostics(indexes, stop), ls.uri_of)
-        return JsonText(json.dumps(report).encode()), not stop.is_set()
+        return JsonText(workspace_report_json(indexes, ls.uri_of, stop)), not stop.is_set()
 
     try:
         # every report is whole whatever the parameters (`answers.IGNORED_PARAMS`: all of them)
