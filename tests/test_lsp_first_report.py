@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from conftest import age, generated_folder
 from rawlsp import LIVENESS, RawServer
-from turnproc import alive, children, has_read
+from turnproc import alive, children, first_index_process, has_read
 
 EARLY = "workspace/diagnostic answered before the server loaded"
 DIAGNOSTIC = {"previousResultIds": []}
@@ -122,18 +122,14 @@ def test_a_notification_during_the_hold_reaches_the_server(corpus_projects: Path
 
 def _prefill_child(server: RawServer) -> int:
     """The first index's process, once its workers are at work (none seen within LIVENESS: fail)."""
-    deadline = time.monotonic() + LIVENESS
-    while time.monotonic() < deadline:
-        for pid in children(server.proc.pid):
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            workers = children(pid)
-            if b"prefillchild" in cmdline and workers and all(has_read(w) for w in workers):
-                return pid
-        time.sleep(0.002)
-    raise AssertionError("the first index's process with its workers was not seen")
+
+    def at_work(pid: int) -> bool:
+        workers = children(pid)
+        return bool(workers) and all(has_read(w) for w in workers)
+
+    found = first_index_process(server.proc.pid, at_work, LIVENESS)
+    assert found is not None, "the first index's process with its workers was not seen"
+    return found
 
 
 def _stop(server: RawServer, how: str) -> None:

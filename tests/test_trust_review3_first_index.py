@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import age
 from rawlsp import LIVENESS, RawServer
-from turnproc import alive, children
+from turnproc import alive, first_index_process
 
 from server.lsp.firstreport import HOLD
 
@@ -27,22 +27,6 @@ def _cpu(pid: int) -> float:
     """User + system CPU seconds of the process so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _first_index_process(server: RawServer, timeout: float = 5.0) -> int | None:
-    """The server's `python -I -c ...` child (the first index), stopped at once; None if it never showed."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for pid in children(server.proc.pid):
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"-I" in cmdline and b"-c" in cmdline:
-                os.kill(pid, signal.SIGSTOP)
-                return pid
-        time.sleep(0.001)
-    return None
 
 
 @pytest.fixture
@@ -55,7 +39,9 @@ def held(corpus_projects: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tup
     try:
         server.initialize(corpus_projects, watch=False)
         request_id = server.request("workspace/diagnostic", {"previousResultIds": []})
-        child = _first_index_process(server)
+        child = first_index_process(server.proc.pid, timeout=5.0)
+        if child is not None:
+            os.kill(child, signal.SIGSTOP)
         assert child is not None, "the first index's process never showed"
         assert request_id not in server.responses, "the first index was done before it could be stopped"
         yield server, request_id, child

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -222,3 +223,21 @@ def has_read(pid: int) -> bool:
     except (OSError, ValueError):
         return False
     return int(fields["rchar"]) > 0
+
+
+def first_index_process(
+    server_pid: int, ready: Callable[[int], bool] = lambda pid: True, timeout: float = 10.0
+) -> int | None:
+    """The server's first index process (`server.index.prefillchild`) once `ready(pid)` holds; None if it was not
+    seen so within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pid in children(server_pid):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"prefillchild" in cmdline and ready(pid):
+                return pid
+        time.sleep(0.001)
+    return None
