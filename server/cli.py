@@ -97,7 +97,7 @@ def _run(argv: list[str] | None) -> int:
         # the program itself, which runs turns (not a caller's in-process `main([...])`: becoming a subreaper would
         # change where every orphan below that caller goes): what a Bash command's killed supervisor leaves comes
         # to this process, to be ended (`processes.sweep`)
-        from server.agent.tools.processes import contain
+        from server.subreaper import contain
 
         contain()
     try:

@@ -44,11 +44,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.errors import StoreError, StoreUnavailable
+from storage.schemaname import DEFAULT_SCHEMA, check_schema
 from storage.store_materialize import StoreSession
-from storage.store_schema import check_schema_name, migrate, require_schema
+from storage.store_schema import migrate, require_schema
 from storage.store_summary import fold_summary
 
-DEFAULT_SCHEMA = "session_store"
 __all__ = ["DEFAULT_SCHEMA", "PostgresSessionStore", "StoreError", "StoreUnavailable"]
 CHANNEL = "session_lsp_store"
 """The NOTIFY channel of every store in a database; the payload names the schema."""
@@ -154,7 +154,7 @@ class PostgresSessionStore:
         import psycopg_pool  # noqa: F401
 
         self.conninfo = conninfo
-        self.schema = check_schema_name(schema)
+        self.schema = check_schema(schema, "schema")
         self.min_size, self.max_size = min_size, max_size
         self.connect_timeout = connect_timeout
         self.read_only = read_only

@@ -16,7 +16,6 @@ a database migrated by a newer version than this code knows is refused rather th
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from storage.errors import StoreSchemaError as SchemaError
@@ -49,14 +48,6 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
 ]
 LATEST = MIGRATIONS[-1][0]
 ADVISORY_KEY = 0x51_5354_4F52  # any fixed number: serialises migrations across processes
-_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-
-
-def check_schema_name(name: str) -> str:
-    """`name` if it is a plain lower-case SQL identifier (it is put into statements as is)."""
-    if not _NAME.match(name):
-        raise ValueError(f"schema name {name!r}: use lower-case letters, digits and _ (at most 63)")
-    return name
 
 
 async def current_version(conn: Any, schema: str) -> int:

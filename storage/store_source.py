@@ -8,16 +8,14 @@ folder; the name is the URL without its password, for the tree and for messages.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from storage.errors import InvalidArgument
+from storage.schemaname import DEFAULT_SCHEMA, check_schema
 
 SCHEMES = ("postgresql://", "postgres://")
-DEFAULT_SCHEMA = "session_store"
-_SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
 def _is_password(key: str) -> bool:
@@ -89,12 +87,6 @@ def parse_store(value: Any, where: str) -> StoreSource:
         schema = check_schema(value.get("schema", DEFAULT_SCHEMA), f"{where}.schema")
         return StoreSource(_url(value.get("url"), f"{where}.url"), schema)
     return StoreSource(_url(value, where))
-
-
-def check_schema(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not _SCHEMA.match(value):
-        raise InvalidArgument(f"{where} must be a lower-case SQL name (letters, digits, _), not {value!r}")
-    return value
 
 
 def parse_stores(raw: Any, option: str = "stores") -> tuple[StoreSource, ...]:

@@ -128,3 +128,26 @@ def test_list_answered_by_the_index_reads_no_transcript(corpus_projects: Path) -
     again, run = imported_modules(args)
     assert run.returncode == 0, run.stderr[-2000:]
     assert not again & {"msgspec", "storage.reader", "storage.linkdecode", "storage.usage", "storage.usagecache"}
+
+
+def test_serve_loads_neither_tools_nor_stores_before_its_first_answers(tmp_path: Path) -> None:
+    """Over stdio, `serve` answers its first requests from what it kept before it loads pygls
+    (`server.lsp.early`): what it imports before that module is its whole start, and holds neither the agent's tools
+    (becoming a child subreaper needs only `server.subreaper`) nor the session stores' module (no `--store`)."""
+    exit_frame = b'{"jsonrpc":"2.0","method":"exit"}'
+    stdin = b"Content-Length: %d\r\n\r\n%s" % (len(exit_frame), exit_frame)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "server.cli", "serve", "--stdio", "--projects-dir", str(tmp_path)],
+        input=stdin, capture_output=True, cwd=REPO, env=env, timeout=120,
+    )  # fmt: skip
+    order = [
+        line.rsplit("|", 1)[1].strip()
+        for line in run.stderr.decode(errors="replace").splitlines()
+        if line.startswith("import time:") and "|" in line
+    ]
+    assert "server.lsp.early" in order, run.stderr[-2000:]
+    before = set(order[: order.index("server.lsp.early")])
+    assert "server.subreaper" in before
+    assert not {n for n in before if n.startswith(("server.agent", "storage.store_source", "storage.pgstore"))}
+    assert not top_level(before) & set(HEAVY)

@@ -13,6 +13,7 @@ from server.commands.common import CommandError, add_projects_dir, store_url
 
 if TYPE_CHECKING:
     from server.lsp.options import InitializationOptions
+    from storage.store_source import StoreSource
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,6 +67,15 @@ def _host_port(value: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _stores(urls: list[str], schema: str) -> tuple[StoreSource, ...]:
+    """The stores of `--store`; their module is loaded only when one is named (not before the first answers)."""
+    if not urls:
+        return ()
+    from storage.store_source import StoreSource, parse_store
+
+    return tuple(StoreSource(parse_store(url, "--store").url, schema) for url in urls)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     level = logging.WARNING - 10 * min(args.verbose, 2)
     handlers: list[logging.Handler] = [
@@ -75,11 +85,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         handler.setFormatter(EscapedLog("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=handlers)
     from storage.errors import InvalidArgument
-    from storage.store_source import StoreSource, check_schema, parse_store
+    from storage.schemaname import check_schema
 
     try:
         schema = check_schema(args.store_schema, "--store-schema")
-        stores = tuple(StoreSource(parse_store(url, "--store").url, schema) for url in args.store)
+        stores = _stores(args.store, schema)
     except InvalidArgument as exc:
         raise CommandError(str(exc)) from exc
 

@@ -8,12 +8,12 @@ kernel closes it however this process ends. The supervisor is a process group of
 session, the command the leader of a session of its own: a supervisor the command stopped (SIGSTOP) is woken by
 the kernel when this process dies (an orphaned process group with a stopped member gets SIGHUP and SIGCONT).
 
-A command can also kill its supervisor (`kill -9 $PPID`): what the supervisor held is orphaned. A process that
-runs turns (`serve`, `turn`) calls `contain()` first: it becomes a child subreaper itself, so those orphans come to
-it, and each time a supervisor is found dead (`sweep()`) it kills every child of its own that is in a session
-not its own, with all below it. Only the tree of a command is ever in another session: what this process starts
-itself (supervisors, workers, guards) stays in its session, and a session cannot be joined, only inherited or made
-(`setsid`), so nothing of a command can pass for one of ours.
+A command can also kill its supervisor (`kill -9 $PPID`): what the supervisor held is orphaned. A process that runs
+turns (`serve`, `turn`) calls `server.subreaper.contain()` first: it becomes a child subreaper itself, so those
+orphans come to it, and each time a supervisor is found dead (`sweep()`) it kills every child of its own that is in
+a session not its own, with all below it. Only the tree of a command is ever in another session: what this process
+starts itself (supervisors, workers, guards) stays in its session, and a session cannot be joined, only inherited
+or made (`setsid`), so nothing of a command can pass for one of ours.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 from server.agent.tools.concealed import conceal_process
 from server.agent.tools.drain import DRAIN
 from server.agent.tools.supervise import KILL_ROUNDS, below, descendants, process_table
-from server.prctl import PR_SET_CHILD_SUBREAPER, prctl
+from server.subreaper import contained
 
 SUPERVISOR = Path(__file__).with_name("supervise.py")
 SWEEP_WAIT_S = 1.0
@@ -68,31 +68,13 @@ def _forget_lifeline() -> None:
 
 os.register_at_fork(after_in_child=_forget_lifeline)
 
-_contained = False
-"""This process is a child subreaper that sweeps what a dead supervisor left (`contain()`)."""
-
-
-def contain() -> bool:
-    """Make this process (one that runs turns) a child subreaper: what a supervisor killed by its own command
-    orphans comes to it instead of init, and `sweep()` ends it. False where that is not possible (not Linux)."""
-    global _contained
-    _contained = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0
-    return _contained
-
-
-def _not_contained() -> None:
-    global _contained
-    _contained = False  # a forked child is no subreaper (the kernel does not pass it on)
-
-
-os.register_at_fork(after_in_child=_not_contained)
-
 
 def sweep() -> None:
     """Kill, and reap, every child of this process in a session not its own, with everything below it: what
     supervisors that died left (only a command's tree leaves this process's session). Round after round, for a
-    tree that forks while it is killed. Nothing when this process is not `contain()`ed: orphans go to init."""
-    if not _contained:
+    tree that forks while it is killed. Nothing when this process is not contained (`server.subreaper`): orphans go
+    to init."""
+    if not contained():
         return
     me, mine = os.getpid(), os.getsid(0)
     for _ in range(KILL_ROUNDS):
@@ -203,7 +185,7 @@ def kill_tree(proc: subprocess.Popen[Any]) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     _kill_each(tree)
-    if _contained:  # what raced the kill is ours once the supervisor is gone
+    if contained():  # what raced the kill is ours once the supervisor is gone
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=SWEEP_WAIT_S)
         sweep()
