@@ -99,14 +99,27 @@ def _named(raw: Path, skipped: dict[Path, str]) -> list[Path]:
     return [p]
 
 
-def build_index(args: argparse.Namespace) -> tuple[ProjectIndex | None, list[Path] | None]:
-    """The index for the given paths; (None, None) for the whole folder (see `check_folder`)."""
-    progress = Progress(not args.json)
-    if not args.paths:
-        return None, None
+def named_projects(args: argparse.Namespace) -> list[Path] | None:
+    """The project folders of the projects folder that the arguments name, when they name only such folders (or the
+    projects folder itself: then []): these are checked through the persistent index, as the whole folder is."""
     whole = norm(projects_dir(args, must_exist=False))
-    if [norm(p.expanduser()) for p in args.paths] == [whole]:
-        return None, None
+    named = [norm(p.expanduser()) for p in args.paths]
+    if named == [whole]:
+        return []
+    if all(p.parent == whole and p.is_dir() and _holds_transcripts(p) for p in named):
+        return sorted(set(named))
+    return None
+
+
+def _holds_transcripts(folder: Path) -> bool:
+    """A transcript lies somewhere under `folder` (else naming it is an error, told when its files are read)."""
+    return any(tracked_kind(f) in ("session", "subagent", "legacy-agent") for f in folder.rglob("*.jsonl"))
+
+
+def build_index(args: argparse.Namespace) -> tuple[ProjectIndex, list[Path]]:
+    """The index of the given paths (files, or folders that are not project folders: see `checked_indexed`), and
+    the transcripts they name."""
+    progress = Progress(not args.json)
     skipped: dict[Path, str] = {}
     paths = sorted({p for raw in args.paths for p in _named(raw, skipped)})
     root = projects_dir(args, must_exist=False) if args.projects_dir else paths[0].parent.parent
@@ -145,23 +158,34 @@ def _check(args: argparse.Namespace) -> int:
         return cmd_check_store(args)
     if args.cwd:
         raise CommandError("--cwd narrows a --store check; name files or folders to check part of a folder")
-    idx, only = build_index(args)
-    skipped: dict[Path, str] = {}
-    if idx is None:
-        from server.index.persisted import check_folder_indexed
-
-        diags, n_files = check_folder_indexed(
-            projects_dir(args), args.jobs or None, Progress(not args.json), skipped=skipped
-        )
-    elif only is None:
-        diags, n_files = idx.all_diagnostics(), len(idx.files)
-    else:
-        assert only is not None
+    projects = named_projects(args) if args.paths else []
+    found = checked_indexed(args, projects) if projects is not None else None
+    if found is None:
+        idx, only = build_index(args)
         skipped = idx.skipped
         n_files = len(only)
         diags = sorted((d for p in only for d in idx.diagnostics(p, ranges=False)), key=Diagnostic.sort_key)
+    else:
+        diags, n_files, skipped = found
     report_skipped(skipped)
     return emit(diags, n_files, as_json=args.json)
+
+
+def checked_indexed(
+    args: argparse.Namespace, projects: list[Path]
+) -> tuple[list[Diagnostic], int, dict[Path, str]] | None:
+    """The diagnostics of the whole projects folder (`projects` empty) or of some of its project folders, their
+    number of files and the entries skipped, through the persistent index (only what changed since is read, on
+    several processes); None for project folders when there is no index database (their files are read here)."""
+    from server.index.persisted import check_folder_indexed, check_projects_indexed
+
+    skipped: dict[Path, str] = {}
+    progress = Progress(not args.json)
+    if not projects:
+        diags, n_files = check_folder_indexed(projects_dir(args), args.jobs or None, progress, skipped=skipped)
+        return diags, n_files, skipped
+    found = check_projects_indexed(projects_dir(args), projects, args.jobs or None, progress, skipped=skipped)
+    return None if found is None else (*found, skipped)
 
 
 def emit(diags: list[Diagnostic], n_files: int, *, as_json: bool) -> int:

@@ -19,7 +19,7 @@ from server.index.fill import fill, session_stamps
 from server.index.links import resolve
 from server.index.parallel import check_folder
 from server.index.saved import diag_from_json, key_text, pending_from_json
-from server.index.store import ProjectIndex, session_key
+from server.index.store import ProjectIndex, norm, session_key
 from storage.indexdb import DAMAGE, IndexDB
 
 
@@ -33,19 +33,34 @@ def check_folder_indexed(
 ) -> tuple[list[Diagnostic], int]:
     """All diagnostics of a projects folder and the number of files checked, as `check_folder` gives them;
     `skipped`, when given, gets the entries that are not regular files."""
+    found = check_projects_indexed(projects_dir, None, workers, progress, db=db, skipped=skipped)
+    return found if found is not None else check_folder(projects_dir, workers, progress, skipped)
+
+
+def check_projects_indexed(
+    projects_dir: Path,
+    projects: list[Path] | None,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    db: IndexDB | None = None,
+    skipped: dict[Path, str] | None = None,
+) -> tuple[list[Diagnostic], int] | None:
+    """`check_folder_indexed` of some project folders of `projects_dir` (every one when `projects` is None): the
+    files under them, their links settled among them; None when there is no index database to keep them in."""
     own = db is None
     db = IndexDB.open() if db is None else db
     if db is None:
-        return check_folder(projects_dir, workers, progress, skipped)
+        return None
     try:
         try:
-            return _check(db, projects_dir, workers or os.cpu_count() or 1, progress, skipped)
+            return _check(db, projects_dir, workers or os.cpu_count() or 1, progress, skipped, projects)
         except DAMAGE:
             rebuilt = db.rebuild()
             if rebuilt is None:
-                return check_folder(projects_dir, workers, progress, skipped)
+                return None
             db = rebuilt
-            return _check(db, projects_dir, workers or os.cpu_count() or 1, progress, skipped)
+            return _check(db, projects_dir, workers or os.cpu_count() or 1, progress, skipped, projects)
     finally:
         if own:
             db.close()
@@ -57,15 +72,24 @@ def _check(
     workers: int,
     progress: Callable[[int, int], None] | None,
     skipped: dict[Path, str] | None = None,
+    projects: list[Path] | None = None,
 ) -> tuple[list[Diagnostic], int]:
     index = ProjectIndex(projects_dir, persist=False)
     root = index.projects_dir
     paths = list(index.discover())
+    prefixes: tuple[str, ...] = (str(root) + os.sep,)
+    keys = prefixes
+    if projects is not None:
+        # a session's files all lie in its project folder; a session's key is its folder's path, NUL, its id
+        prefixes = tuple(str(norm(p)) + os.sep for p in projects)
+        keys = tuple(str(norm(p)) + "\0" for p in projects)
+        paths = [p for p in paths if str(p).startswith(prefixes)]
     if skipped is not None:
-        skipped.update(index.skipped)
+        skipped.update(
+            (p, why) for p, why in index.skipped.items() if projects is None or f"{p}{os.sep}".startswith(prefixes)
+        )
     groups, stamped = session_stamps(paths)
     stored = db.sessions()
-    prefix = str(root) + os.sep
     reports: dict[str, tuple[list[Any], list[Any]]] = {}
     todo: list[Path] = []
     for key, members in groups.items():
@@ -88,9 +112,9 @@ def _check(
     for text, report in filled.reports.items():
         reports[text] = (report[0], report[1])
     read = filled.uuids  # the files just read, with their uuids
-    gone = [k for k in stored if k.startswith(prefix) and k not in stamped]
+    gone = [k for k in stored if k.startswith(keys) and k not in stamped]
     present = {str(p) for p in paths}
-    dropped = [p for p in db.stored_uuid_paths(prefix) if p not in present]
+    dropped = [p for prefix in prefixes for p in db.stored_uuid_paths(prefix) if p not in present]
     saved = filled.saved
     if gone or dropped:
         db.drop_sessions(gone)
