@@ -148,3 +148,17 @@ def test_a_tool_call_nested_300_deep_is_recorded_run_and_forked_whole(tmp_path: 
     assert done.returncode == 0, done.stderr  # before: a traceback, status 1
     sent = [b for m in json.loads(done.stdout)["messages"] if isinstance(m["content"], list) for b in m["content"]]
     assert next(b for b in sent if b["type"] == "tool_use")["input"]["x"] == nested(300)
+
+
+def test_search_takes_a_tool_input_nested_1010_deep(tmp_path: Path) -> None:
+    """The search index flattens every tool input into its words: it recursed, two frames a level, so `search`
+    (status 1, a traceback) and `workspace/symbol` (-32603) failed for the whole folder, at every query."""
+    projects = tmp_path / "projects"
+    planted(projects, 1010)
+    done = run("search", "hi", "--projects-dir", str(projects), "--json")
+    assert done.returncode == 0, done.stderr
+    assert {hit["sessionId"] for hit in json.loads(done.stdout)} == {DEEP, OTHER}
+    with RawServer() as server:
+        server.initialize(projects)
+        answer = server.call("workspace/symbol", {"query": "hi"})
+        assert "result" in answer and answer["result"], answer
