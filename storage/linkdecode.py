@@ -9,7 +9,9 @@ with orjson, so unusual lines keep their exact lenient treatment.
 Two kinds of line that orjson rejects are accepted, as the real CLI accepts them (it decodes the file
 with replacement characters, then JSON.parse): bytes that are not UTF-8 inside a body msgspec skips (the CLI
 2.1.328 sends them as U+FFFD; `tests/test_realcli_utf8.py`), and a number beyond a double (`1e999`,
-Infinity to JSON.parse). `storage.reader.read_entries` decodes such bodies the same way.
+Infinity to JSON.parse). `storage.reader.read_entries` decodes such bodies the same way. A line nested
+deeper than msgspec goes (it raises `RecursionError` past about 1,000 levels, even in a body it skips) is left
+to the full decode too, which reads it or reports it as a bad line (`storage.jsonline`).
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def row_from_line(raw: bytes | memoryview, line: int, offset: int) -> Row | None
     """The row of one whole line (no BOM, no newline), or None when it needs a full decode to tell."""
     try:
         e = _decode(raw)
-    except _DecodeError:
+    except (_DecodeError, RecursionError):  # a body nested past msgspec's depth (about 1,000 levels) too
         return None
     sid = e.session_id
     row = Row(  # positional, in the field order of `Row` (checked by tests/test_linkdecode.py)

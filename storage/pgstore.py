@@ -45,7 +45,7 @@ from typing import Any
 
 from storage.errors import StoreError, StoreUnavailable
 from storage.schemaname import DEFAULT_SCHEMA, check_schema
-from storage.store_materialize import StoreSession
+from storage.store_materialize import StoreSession, read_entry
 from storage.store_schema import migrate, require_schema
 from storage.store_summary import fold_summary
 
@@ -407,9 +407,9 @@ class PostgresSessionStore:
             if session is None:
                 session = sessions[sid] = StoreSession(project_key, sid, [])
             if subpath:
-                session.subkeys.setdefault(subpath, []).append(json.loads(text))
+                session.subkeys.setdefault(subpath, []).append(read_entry(text))
             else:
-                session.entries.append(json.loads(text))
+                session.entries.append(read_entry(text))
                 session.mtime = int(mtime)
         return [s for s in sessions.values() if s.entries]
 
@@ -440,5 +440,5 @@ class PostgresSessionStore:
             if not tails or tails[-1].stream_id != stream_id:
                 tails.append(StreamTail(sid, subpath, int(stream_id), int(mtime), int(start)))
             if text is not None:
-                tails[-1].entries.append(json.loads(text))
+                tails[-1].entries.append(read_entry(text))
         return tails

@@ -130,11 +130,18 @@ def documents(entry: dict[str, Any]) -> Iterator[tuple[str, str]]:
 
 
 def _flatten(value: Any) -> str:
-    if isinstance(value, dict):
-        return " ".join(_flatten(v) for v in value.values())
-    if isinstance(value, list):
-        return " ".join(_flatten(v) for v in value)
-    return "" if value is None else str(value)
+    """The values in a tool's input, in order, joined by spaces (an empty container or null as an empty string),
+    without recursion: an input may be nested thousands of levels deep (the CLI writes it so)."""
+    leaves: list[str] = []
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        inner = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if inner:
+            todo.extend(reversed(list(inner)))
+        else:
+            leaves.append("" if item is None or inner is not None else str(item))
+    return " ".join(leaves)
 
 
 def plain_query(query: str) -> str:

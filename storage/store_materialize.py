@@ -65,6 +65,23 @@ async def load_session(store: Any, project_key: str, session_id: str) -> StoreSe
     return StoreSession(project_key, session_id, entries, subkeys)
 
 
+class TooDeep:
+    """A stored entry nested deeper than Python's JSON parser goes (about 1,000 levels; the CLI writes deeper): its
+    session is not written anywhere (`session_files` refuses it), the other sessions of the store are."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+def read_entry(text: str) -> Any:
+    """A stored entry's JSON value, or `TooDeep` for one nested past the parser. Before, the `RecursionError` ended
+    `list`/`check --store` in a traceback and the server's feed thread for good, every session of the store unseen."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return TooDeep(len(text))
+
+
 def jsonl_bytes(entries: list[Any]) -> bytes:
     """Entries as the SDK writes them: one compact JSON document per line, each ending in `\\n`."""
     return "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in entries).encode("utf-8")
@@ -105,6 +122,10 @@ def session_files(session: StoreSession) -> dict[Path, bytes]:
         raise InvalidArgument(f"unsafe key {session.project_key!r}/{session.session_id!r}")
     if not safe_subpath(session.session_id):
         raise InvalidArgument(f"unsafe session id {session.session_id!r}")
+    for entries in (session.entries, *session.subkeys.values()):
+        deep = next((e for e in entries if isinstance(e, TooDeep)), None)
+        if deep is not None:
+            raise InvalidArgument(f"an entry of {deep.size:,} characters nested too deeply to read in the store")
     project = Path(session.project_key)
     files = {project / f"{session.session_id}.jsonl": jsonl_bytes(session.entries)}
     for subpath, entries in session.subkeys.items():

@@ -64,7 +64,7 @@ def file_rows(path: Path) -> list[Any]:
                 continue
             try:
                 rows.append(json.loads(line))
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # nested past Python's parser too
                 raise NotATranscript(f"{path}:{number}: not a JSON line ({exc}); nothing was sent") from exc
     return rows
 

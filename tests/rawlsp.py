@@ -22,6 +22,17 @@ LIVENESS = 10.0
 """A hang detector, not a speed requirement: a process or an answer taking longer is stuck."""
 
 
+def _loads(body: bytes) -> Any:
+    """A frame's message; one nested past Python's parser (about 1,000 levels, as an editor's JavaScript parser
+    takes) with orjson, which goes to 1,024."""
+    try:
+        return json.loads(body)
+    except RecursionError:
+        import orjson
+
+        return orjson.loads(body)
+
+
 class RawServer:
     def __init__(
         self,
@@ -80,7 +91,7 @@ class RawServer:
                     return
                 body += chunk
             try:
-                msg = json.loads(body)
+                msg = _loads(body)
             except ValueError as exc:  # a broken frame (e.g. two frames interleaved): the stream is lost
                 with self._cond:
                     at = getattr(exc, "pos", 0)

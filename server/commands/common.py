@@ -92,10 +92,16 @@ def print_json(value: Any) -> None:
 
 
 def json_text(value: Any) -> bytes:
-    """What `print_json` prints of `value`, without its final newline."""
+    """What `print_json` prints of `value`, without its final newline: indented, or compact when orjson cannot
+    write it (a message nested past its 254 levels, an integer past 64 bits: `storage.jsonline.dumps_any_depth`)."""
     import orjson  # imported when output is written: `--help` and parsing stay light
 
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except orjson.JSONEncodeError:
+        from storage.jsonline import dumps_any_depth
+
+        return dumps_any_depth(value)
 
 
 def print_json_text(text: bytes) -> None:

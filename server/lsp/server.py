@@ -62,6 +62,7 @@ from storage.errors import InvalidArgument, SessionLspError
 from storage.fileopen import open_regular
 from storage.folderstamp import FolderStamp, stamp_folder
 from storage.indexdb import FILLS
+from storage.jsonline import dumps_any_depth
 from storage.paths import default_projects_dir, stays_inside
 from storage.search import SearchIndex
 
@@ -124,6 +125,17 @@ def _malformed(data: dict[str, Any]) -> _Malformed | None:
     return None
 
 
+def _result_json(result: dict[str, Any], default: Callable[[Any], Any]) -> bytes:
+    """A plain result as pygls writes it (`json.dumps`); one nested past the recursion limit of that encoder (and of
+    cattrs, which pygls runs over the whole message first: a chain holding a tool input of 1,000 levels) as compact
+    JSON of any depth (`storage.jsonline.dumps_any_depth`). pygls logged such a failure and never answered, so the
+    client waited for good."""
+    try:
+        return json.dumps(result, default=default).encode()
+    except RecursionError:
+        return dumps_any_depth(result)
+
+
 class SessionProtocol(LanguageServerProtocol):
     """pygls drops a request whose params fail to decode, or that is not JSON-RPC 2.0, without
     answering; we answer them (InvalidParams naming the field, InvalidRequest) so the client is never
@@ -145,6 +157,8 @@ class SessionProtocol(LanguageServerProtocol):
         super()._send_data(data)
 
     def _send_response(self, msg_id: Any, result: Any | None = None, error: Any | None = None) -> None:
+        if error is None and isinstance(result, dict):
+            result = JsonText(_result_json(result, self._serialize_message))
         if error is None and isinstance(result, JsonText):  # JSON already: written as it is
             self._result_types.pop(msg_id, None)
             self._write_frame(answer_frame(msg_id, result))
