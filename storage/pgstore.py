@@ -45,7 +45,7 @@ from typing import Any
 
 from storage.errors import StoreError, StoreUnavailable
 from storage.schemaname import DEFAULT_SCHEMA, check_schema
-from storage.store_materialize import StoreSession, read_entry
+from storage.store_materialize import StoreSession, TooDeep, read_entry
 from storage.store_schema import migrate, require_schema
 from storage.store_summary import fold_summary
 
@@ -75,12 +75,23 @@ def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
+def _loaded(text: str) -> Any:
+    """A stored entry as `load` gives it; one nested past Python's parser is a `StoreError` naming that, not a
+    `RecursionError` out of the store (`store_materialize.read_entry`)."""
+    entry = read_entry(text)
+    if isinstance(entry, TooDeep):
+        raise StoreError(f"an entry of {entry.size:,} characters is nested too deeply to read")
+    return entry
+
+
 def dump_entry(entry: Any) -> str:
     """One entry as compact JSON text; non-UTF-8 strings (lone surrogates) as \\u escapes."""
     try:
         text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"entry is not JSON: {exc}") from exc
+    except RecursionError as exc:  # nested past the encoder's depth (about 1,000 levels)
+        raise StoreError("entry is nested too deeply to store") from exc
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -320,7 +331,7 @@ class PostgresSessionStore:
             cur = await conn.execute(
                 f"SELECT entry::text FROM {self._t('entries')} WHERE stream_id = %s ORDER BY seq", (row[0],)
             )
-            return [json.loads(r[0]) for r in await cur.fetchall()]
+            return [_loaded(r[0]) for r in await cur.fetchall()]
 
     async def list_sessions(self, project_key: str) -> list[dict[str, Any]]:
         """`{session_id, mtime}` (epoch ms) of every main transcript of the project."""

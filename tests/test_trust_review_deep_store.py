@@ -85,3 +85,37 @@ def test_a_store_entry_nested_past_the_parser_leaves_out_only_its_session(  # ty
             time.sleep(0.2)
         assert [s["sessionId"] for s in listed["sessions"]] == [PLAIN], listed  # before: none, for good
         assert listed["stores"][0]["error"] is None
+
+
+def test_the_sdk_contract_refuses_too_deep_entries_by_name(pg_server, pg_schema) -> None:  # type: ignore[no-untyped-def]
+    """`load` of the session holding such an entry, and `append` of one deeper than the encoder goes, raise a
+    `StoreError` that says so (before: a `RecursionError` out of the store); the other session still loads."""
+    from storage.errors import StoreError
+
+    url = pg_server.url()
+    asyncio.run(_fill(url, pg_schema))
+
+    async def run() -> None:
+        store = PostgresSessionStore(url, schema=pg_schema)
+        try:
+            try:
+                await store.load({"project_key": "-w", "session_id": DEEP})
+            except StoreError as exc:
+                assert "nested too deeply" in str(exc)
+            else:
+                raise AssertionError("a too-deep entry was loaded")
+            assert len(await store.load({"project_key": "-w", "session_id": PLAIN}) or []) == 1
+            deep: Any = []
+            for _ in range(LEVELS):
+                deep = [deep]
+            try:
+                await store.append({"project_key": "-w", "session_id": PLAIN}, [{**_row(PLAIN, "x"), "x": deep}])
+            except StoreError as exc:
+                assert "nested too deeply" in str(exc)
+            else:
+                raise AssertionError("a too-deep entry was stored")
+            assert len(await store.load({"project_key": "-w", "session_id": PLAIN}) or []) == 1
+        finally:
+            await store.close()
+
+    asyncio.run(run())
