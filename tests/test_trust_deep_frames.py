@@ -3,7 +3,8 @@
 Python's parser raises `RecursionError` (not a `ValueError`) on 100 000 nested arrays: such a body, read by the
 early reader before pygls loads (`server.lsp.readahead`) or by the server's frame reader (`server.lsp.framing`),
 ended the server with a traceback (exit status 1). Its frame is whole, so the stream is still in step: the
-message is logged and ignored, and the next one is served. Real server over stdio.
+request is refused (InvalidParams naming its nested member, `tests/test_trust_deep_requests.py`), and the next one
+is served. Real server over stdio.
 """
 
 from __future__ import annotations
@@ -33,16 +34,22 @@ def assert_serving(server: RawServer) -> None:
     server.notify("exit")
     rc, _ = server.wait_exit(LIVENESS)
     assert rc == 0, (rc, server.stderr[-1500:])
-    assert b"nested too deeply" in server.stderr
+
+
+def assert_refused(server: RawServer, msg_id: int) -> None:
+    error = server.answer(msg_id, timeout=LIVENESS)["error"]
+    assert error["code"] == -32602 and "'params' nested too deeply" in error["message"], error
 
 
 @pytest.mark.parametrize("where", ["first frame", "after initialize", "after the server loaded"])
-def test_a_deeply_nested_message_is_ignored_and_the_next_served(corpus_projects: Path, where: str) -> None:
+def test_a_deeply_nested_request_is_refused_and_the_next_served(corpus_projects: Path, where: str) -> None:
     with RawServer() as server:
         if where == "first frame":
-            server.write(deep("initialize", 1))
+            server.write(deep("initialize", 9001))
+            assert_refused(server, 9001)
         server.initialize(corpus_projects, watch=False)
         if where == "after the server loaded":
             assert "error" in server.call("sessions/tree", {}, timeout=LIVENESS)  # no session named: pygls answers
-        server.write(deep("sessions/list", 2))
+        server.write(deep("sessions/list", 9002))
+        assert_refused(server, 9002)
         assert_serving(server)

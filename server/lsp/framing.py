@@ -12,8 +12,10 @@ import asyncio
 import json
 import logging
 import queue
+import re
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 MAX_HEADER_LINE = 8 * 1024
@@ -25,6 +27,51 @@ log = logging.getLogger(__name__)
 
 class FrameError(Exception):
     """The byte stream is not a sequence of well-formed LSP frames any more."""
+
+
+@dataclass
+class TooDeep:
+    """A message whose JSON nests deeper than the parser reads (about 1,000 levels): its top-level members that
+    are not arrays or objects (`id`, `method`), and the names of those that are (one of them too deep)."""
+
+    members: dict[str, Any]
+    nested: list[str]
+
+
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[{]+|[\]}]+')
+"""A JSON string, a run of opening brackets, a run of closing ones: the tokens that tell nesting."""
+_NESTED = "\x00nested"
+"""What stands for a nested member (written `"\\u0000nested"`: no member of a message holds it)."""
+
+
+def too_deep(body: bytes) -> TooDeep | None:
+    """What identifies a message nested deeper than the parser reads, read without recursion: every member of the
+    top-level object whose value is an array or object stands as a marker; None when the body is not such an
+    object even then."""
+    depth, last, kept = 0, 0, bytearray()
+    for m in _TOKENS.finditer(body):
+        first = body[m.start()]
+        if first == 0x22:  # a string
+            continue
+        n = m.end() - m.start()
+        if first in b"[{":
+            if depth <= 1 < depth + n:  # a member's value opens here
+                start = m.start() + 1 - depth
+                kept += body[last:start] + rb'"\u0000nested"'
+            depth += n
+        else:
+            if depth > 1 >= depth - n:  # and closes here
+                last = m.start() + depth - 1
+            depth -= n
+    kept += body[last:]
+    try:
+        members = json.loads(kept)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(members, dict):
+        return None
+    nested = [k for k, v in members.items() if v == _NESTED]
+    return TooDeep({k: v for k, v in members.items() if k not in nested}, nested)
 
 
 class StreamReader:
@@ -127,7 +174,11 @@ async def serve_frames(
         except ValueError as exc:
             raise FrameError(f"a body that is not JSON ({exc}); was its Content-Length ({n}) right?") from exc
         except RecursionError:  # a whole frame, only nested deeper than the parser goes: the next one is intact
-            log.error("ignoring a message nested too deeply to read: %.80r", body)
+            deep = too_deep(body)
+            if deep is None:
+                log.error("ignoring a message nested too deeply to read: %.80r", body)
+            else:
+                handle(deep)  # a request is answered: its id is known
             continue
         if not isinstance(data, dict):
             log.error("ignoring a message that is not a JSON object: %.80r", body)

@@ -51,7 +51,7 @@ from server.index.storeset import StoreSet
 from server.lsp.answers import answer_key, keep_computed
 from server.lsp.early import EarlyInitialize
 from server.lsp.errors import to_jsonrpc
-from server.lsp.framing import FrameError, StreamReader, serve_frames
+from server.lsp.framing import FrameError, StreamReader, TooDeep, serve_frames
 from server.lsp.giveway import GiveWay
 from server.lsp.options import InitializationOptions
 from server.lsp.writer import FrameWriter, JsonText, answer_frame
@@ -199,6 +199,21 @@ class SessionProtocol(LanguageServerProtocol):
     def _refuse(self, msg_id: Any, error: JsonRpcException) -> None:
         self._send_response(msg_id, None, error.to_response_error())
 
+    def _refuse_deep(self, message: TooDeep) -> None:
+        """A request nested deeper than the parser reads is answered (InvalidParams naming its nested members);
+        anything else of the kind is only logged (a notification has no answer)."""
+        data = message.members
+        bad = _malformed(data) if "id" in data else None
+        if "id" not in data or "method" not in data or "result" in data or "error" in data or bad is not None:
+            log.error("ignoring a message nested too deeply to read (members %s)", sorted(data) + message.nested)
+            return
+        msg_id = bad.msg_id if bad is not None else data["id"]
+        names = ", ".join(repr(n) for n in message.nested)
+        self._refuse(
+            msg_id,
+            JsonRpcInvalidParams(message=f"invalid parameters for {data['method']}: {names} nested too deeply to read"),
+        )
+
     def handle_message(self, message: Any) -> None:
         if message is None:
             return
@@ -206,6 +221,9 @@ class SessionProtocol(LanguageServerProtocol):
             self._refuse(
                 message.msg_id, JsonRpcInvalidRequest(message=f"not a JSON-RPC 2.0 request: {message.problem}")
             )
+            return
+        if isinstance(message, TooDeep):
+            self._refuse_deep(message)
             return
         if isinstance(message, _Undecodable):
             self._refuse(
