@@ -138,6 +138,10 @@ class StoreFeed:
                         log.warning("store %s: %s; retrying", self.source.name, reason)
                     self.error = reason
                     self.ready.set()
+                except Exception as exc:  # noqa: BLE001 - a failure of ours: shown as the store's error, retried
+                    log.exception("store %s: reading it failed; retrying", self.source.name)
+                    self.error = f"reading the store failed: {type(exc).__name__}: {exc}"
+                    self.ready.set()
                 else:
                     delay = RETRY[0]
                 await store.close()
