@@ -65,7 +65,9 @@ def test_a_large_notification_during_the_hold_does_not_spin_the_early_reader(hel
     server.notify("textDocument/didOpen", params)
     time.sleep(HOLD * 0.6)
     spent, waited = _cpu(server.proc.pid) - before, time.monotonic() - began
-    assert spent < 0.3 * waited, f"the early reader used {spent:.2f} s of CPU in {waited:.2f} s while holding"
+    # spinning takes a whole core for the whole wait (and pygls loads beside it); without it, what the process spends
+    # is pygls loading after the handover (0.3-1.0 s of CPU, by how busy the machine is)
+    assert spent < 0.8 * waited, f"the early reader used {spent:.2f} s of CPU in {waited:.2f} s while holding"
 
 
 def test_sigterm_during_the_hold_ends_the_server_as_exit_does(held: tuple[RawServer, int, int]) -> None:
