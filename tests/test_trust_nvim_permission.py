@@ -3,7 +3,9 @@
 The plugin's own prompt (`confirm()`, when no `permission_prompt` is given) showed the first 30 lines of the
 server's preview, then `...`, and dropped the blank ones: a command whose first 30 lines were harmless hid the rest,
 which ran all the same when allowed. The server already bounds the preview (3,000 characters, the cut said at its
-start; runs of blank lines counted, `server.agent.permissions`), so the prompt shows it whole. This runs the real
+start; runs of blank lines counted, `server.agent.permissions`), so the prompt shows it whole. The folder it runs in
+(the session's recorded cwd, transcript data) stays on its line: a newline in its name drew a line of its own. This
+runs the real
 Neovim in a pseudo-terminal tall enough for the whole prompt, has the plugin's handler answer a `sessions/permission`
 request as the server sends it, reads what Neovim draws, and answers Deny with the prompt's key.
 """
@@ -65,13 +67,14 @@ def _drain(fd: int, seconds: float, until: bytes | None = None) -> bytes:
 def test_the_prompt_shows_every_line_of_a_long_command(tmp_path: Path) -> None:
     assert NVIM is not None
     steps = [f"echo step-{n:02d}-ok" for n in range(1, 36)]
+    (tmp_path / "work\nok-to-run-here").mkdir()
     command = "\n".join([*steps[:20], "", *steps[20:], "./tail-of-the-command.sh"])
     params = {
         "sessionId": "11111111-1111-4111-8111-111111111111",
         "tool": "Bash",
         "toolUseId": "toolu_1",
         "input": {"command": command},
-        "cwd": str(tmp_path),
+        "cwd": str(tmp_path / "work\nok-to-run-here"),  # a recorded cwd may be any folder name
         "preview": preview("Bash", {"command": command}),
     }
     assert params["preview"] == command  # nothing in it the server writes out: the prompt's own cut is what hid it
@@ -92,6 +95,7 @@ def test_the_prompt_shows_every_line_of_a_long_command(tmp_path: Path) -> None:
         os.waitpid(pid, 0)
     text = ESCAPES.sub("", out.decode("utf-8", "replace"))
     assert "[D]eny" in text, text[-3000:]
+    assert "work^@ok-to-run-here:" in text  # the folder's name stays on its line (^@ is Neovim's newline in a name)
     assert [s for s in steps if s not in text] == [] and "./tail-of-the-command.sh" in text, text[-3000:]
     assert re.search(r"echo step-20-ok\r?\n\r?\n\r?echo step-21-ok", text)  # the blank line is shown as it is
     assert json.loads((tmp_path / "answer.json").read_text()) == {"decision": "deny"}

@@ -176,7 +176,9 @@ local did_change_handler
 --- The preview is shown whole, blank lines too: the server bounds it (and says so at its start), and
 --- any line left out would still run.
 local function confirm_permission(params)
-  local head = string.format('Claude wants to use %s in %s:', params.tool or '?', params.cwd or '?')
+  -- the folder is the session's recorded cwd (transcript data): kept on its line, a newline drawn ^@, an escape ^[
+  local where = vim.fn.strtrans(tostring(params.cwd or '?'))
+  local head = string.format('Claude wants to use %s in %s:', vim.fn.strtrans(tostring(params.tool or '?')), where)
   local message = head .. '\n\n' .. tostring(params.preview or '')
   local choice = vim.fn.confirm(message, '&Allow once\nAllow for this &session\n&Deny', 3)
   return ({ 'allow', 'allowSession', 'deny' })[choice] or 'deny'
