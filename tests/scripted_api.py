@@ -8,7 +8,7 @@ tests (and the real Claude Code CLI pointed at it with ``ANTHROPIC_BASE_URL``) r
 - ``READ <path>`` -> one ``Read`` tool_use; ``PAR <p1> <p2> ...`` -> ``Reading them all.`` plus one
   ``Read`` per path; ``AGENT <prompt>`` -> one ``Agent`` tool_use; ``LS``/``GLOB``/``GREP <arg>`` ->
   one ``LS``/``Glob``/``Grep`` tool_use; ``BASH <command>`` -> one ``Bash``; ``WRITE <path> <text>`` -> one
-  ``Write``;
+  ``Write``; ``EDITALL <path> <old> <new>`` -> one ``Edit`` with ``replace_all``;
 - ``FAIL <n>`` -> HTTP 529 ``overloaded_error`` for n requests, then the normal echo;
 - ``SLOW <prompt>`` -> the echo reply, streamed as 20 small deltas 0.2 s apart;
 - anything else -> ``echo: <text>``.
@@ -116,6 +116,9 @@ def plan_reply(messages: list[Any]) -> tuple[str, list[dict[str, Any]]]:
     if word == "WRITE" and rest:
         path, _, content = rest.partition(" ")
         return "normal", [_tool("Write", {"file_path": path, "content": content})]
+    if word == "EDITALL" and len(rest.split(" ")) == 3:
+        path, old, new = rest.split(" ")
+        return "normal", [_tool("Edit", {"file_path": path, "old_string": old, "new_string": new, "replace_all": True})]
     if word == "FAIL" and rest.isdigit():
         return "fail", [_text(f"echo: {text}")]
     if word == "SLOW":

@@ -169,3 +169,24 @@ async def test_the_prompt_shows_what_a_command_hides(client: LanguageClient, wor
     assert "echo safe⟨40 blanks⟩⟨U+202E⟩; touch pwned⟨U+200B⟩ #" in shown
     assert "\u202e" not in shown and "\u200b" not in shown and len(shown) < 4000  # the editors cut at 4000
     assert not (work["cwd"] / "pwned").exists()
+
+
+async def test_the_prompt_says_an_edit_replaces_every_occurrence(client: LanguageClient, work: dict[str, Path]) -> None:
+    """An Edit with `replace_all` changes every occurrence of its text; its prompt showed one `-a`/`+b` pair, as a
+    change of one place would read (here it would have rewritten every `a` of the file)."""
+    client.answers[:] = ["deny"]  # type: ignore[attr-defined]
+    (work["cwd"] / "notes.txt").write_text("a cat, a hat, a mat\n")
+    await turn(client, work, "EDITALL notes.txt a b")
+    shown = client.asked[0]["preview"]  # type: ignore[attr-defined]
+    assert shown == "edit notes.txt, every occurrence:\n-a\n+b\n"
+    assert (work["cwd"] / "notes.txt").read_text() == "a cat, a hat, a mat\n"
+
+
+async def test_the_prompt_counts_the_blank_lines_a_command_holds(client: LanguageClient, work: dict[str, Path]) -> None:
+    """Blank lines push the rest of a command below what the dialog shows at first (VS Code's scrolls, Neovim's
+    pages), so a harmless first line could be all one reads: a run of them is shown as its count."""
+    client.answers[:] = ["deny"]  # type: ignore[attr-defined]
+    await turn(client, work, "BASH echo safe" + "\n" * 42 + "  \t\n" * 19 + "touch pwned\n\nls")
+    shown = client.asked[0]["preview"]  # type: ignore[attr-defined]
+    assert shown == "echo safe\n⟨60 blank lines⟩\ntouch pwned\n\nls"  # one or two blank lines are shown as they are
+    assert not (work["cwd"] / "pwned").exists()

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from server.agent.tools.write import replaces_all
 from storage.terminaltext import written_out
 
 Decision = Literal["allow", "allowSession", "deny"]
@@ -53,18 +54,23 @@ SPACE_RUN = 8
 """Spaces or tabs in a row after a line's first other character shown as a count instead: a long run could push the
 rest of the line out of sight. Indentation is shown as it is, unless longer than `INDENT_MAX`."""
 INDENT_MAX = 64
+BLANK_LINES = 3
+"""Empty (or only blank) lines in a row shown as a count instead: a run of them pushes the rest of a command below
+what the dialog shows at first, so a harmless first line could be all one reads."""
 
 
 def preview(tool: str, tool_input: dict[str, Any]) -> str:
-    """What the person is asked about: the command, or the edit as a small diff; every character that would not
-    show, or would show as something else, made visible (`visible`), and a cut said at its start."""
+    """What the person is asked about: the command, or the edit as a small diff (saying so when it replaces every
+    occurrence); every character that would not show, or would show as something else, made visible (`visible`),
+    and a cut said at its start."""
     if tool == "Bash":
         shown = visible(str(tool_input.get("command", "")))
     elif tool == "Write":
         shown = f"write {visible(str(tool_input.get('file_path')))}:\n" + _lines("+", tool_input.get("content"))
     elif tool == "Edit":
         old, new = _lines("-", tool_input.get("old_string")), _lines("+", tool_input.get("new_string"))
-        shown = f"edit {visible(str(tool_input.get('file_path')))}:\n{old}{new}"
+        every = ", every occurrence" if replaces_all(tool_input) else ""
+        shown = f"edit {visible(str(tool_input.get('file_path')))}{every}:\n{old}{new}"
     else:
         shown = visible(str(tool_input))
     if len(shown) <= PREVIEW_MAX:
@@ -85,7 +91,8 @@ def visible(text: str) -> str:
     line's notation, `storage.terminaltext`; a prompt's rule is stricter): control
     characters but the newline, format characters (bidirectional overrides and zero-width spaces make a command
     read as another), separators but the plain space (a no-break space is not one to the shell), private and
-    unassigned code points; and long runs of spaces or tabs as `⟨N blanks⟩` (`SPACE_RUN`, `INDENT_MAX`)."""
+    unassigned code points; long runs of spaces or tabs as `⟨N blanks⟩` (`SPACE_RUN`, `INDENT_MAX`), and of blank
+    lines as `⟨N blank lines⟩` (`BLANK_LINES`)."""
     out: list[str] = []
     run = ""
     line_start = True
@@ -100,11 +107,28 @@ def visible(text: str) -> str:
         out.append(ch if ch == "\n" or unicodedata.category(ch)[0] not in "CZ" else written_out(ch))
     if run:
         out.append(_blanks(run, line_start))
-    return "".join(out)
+    return _blank_lines("".join(out))
 
 
 def _blanks(run: str, indent: bool) -> str:
     return f"⟨{len(run)} blanks⟩" if len(run) > (INDENT_MAX if indent else SPACE_RUN - 1) else run
+
+
+def _blank_lines(text: str) -> str:
+    """`text` with each run of `BLANK_LINES` or more lines holding nothing but spaces and tabs as one line
+    `⟨N blank lines⟩` (a final newline ends the last line, it starts no other)."""
+    body, end = (text[:-1], "\n") if text.endswith("\n") else (text, "")
+    out: list[str] = []
+    run: list[str] = []
+    for line in [*body.split("\n"), None]:
+        if line is not None and not line.strip(" \t"):
+            run.append(line)
+            continue
+        out.extend([f"⟨{len(run)} blank lines⟩"] if len(run) >= BLANK_LINES else run)
+        run = []
+        if line is not None:
+            out.append(line)
+    return "\n".join(out) + end
 
 
 @dataclass

@@ -77,15 +77,22 @@ class EditTool:
         count = text.count(old) if old else 0
         if count == 0:
             raise ToolError(f"String to replace not found in file.\nString: {old}")
-        if count > 1 and not tool_input.get("replace_all"):
+        every = replaces_all(tool_input)
+        if count > 1 and not every:
             raise ToolError(
                 f"Found {count} matches of the string to replace, but replace_all is false. "
                 "Set replace_all to true or give more context to make it unique."
             )
-        grown = len(text) + (count if tool_input.get("replace_all") else 1) * (len(new) - len(old))
+        grown = len(text) + (count if every else 1) * (len(new) - len(old))
         if grown > MAX_EDIT_BYTES:
             raise ToolError(f"the edited {raw} would be too large ({grown} characters, at most {MAX_EDIT_BYTES})")
-        ctx.write_text(path, text.replace(old, new) if tool_input.get("replace_all") else text.replace(old, new, 1))
+        ctx.write_text(path, text.replace(old, new) if every else text.replace(old, new, 1))
         return ToolOutput(
             f"The file {raw} has been updated.", extra={"filePath": raw, "oldString": old, "newString": new}
         )
+
+
+def replaces_all(tool_input: dict[str, Any]) -> bool:
+    """Whether an Edit call replaces every occurrence of `old_string`: its `replace_all`, any true value. The one
+    rule for the edit and for its permission prompt, which says so (`server.agent.permissions.preview`)."""
+    return bool(tool_input.get("replace_all"))

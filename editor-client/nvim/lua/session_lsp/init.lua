@@ -173,19 +173,14 @@ local did_change_handler
 
 --- The server asks before a tool the turn was not allowed up front runs: the command, or the edit
 --- as a diff, with allow once / allow for this session / deny (no answer, or an error, denies).
+--- The preview is shown whole, blank lines too: the server bounds it (and says so at its start), and
+--- any line left out would still run.
 local function confirm_permission(params)
-  local lines = {
-    string.format('Claude wants to use %s in %s:', params.tool or '?', params.cwd or '?'),
-    '',
-  }
-  for line in tostring(params.preview or ''):gmatch('[^\n]+') do
-    table.insert(lines, line)
-    if #lines > 30 then
-      table.insert(lines, '...')
-      break
-    end
-  end
-  local choice = vim.fn.confirm(table.concat(lines, '\n'), '&Allow once\nAllow for this &session\n&Deny', 3)
+  -- the folder is the session's recorded cwd (transcript data): kept on its line, a newline drawn ^@, an escape ^[
+  local where = vim.fn.strtrans(tostring(params.cwd or '?'))
+  local head = string.format('Claude wants to use %s in %s:', vim.fn.strtrans(tostring(params.tool or '?')), where)
+  local message = head .. '\n\n' .. tostring(params.preview or '')
+  local choice = vim.fn.confirm(message, '&Allow once\nAllow for this &session\n&Deny', 3)
   return ({ 'allow', 'allowSession', 'deny' })[choice] or 'deny'
 end
 

@@ -1,5 +1,7 @@
 /** The permission prompt of an editor turn (`sessions/permission`): what to ask and how an answer maps. */
 
+import { writtenOut } from './markdownText';
+
 export interface PermissionParams {
   sessionId: string;
   tool: string;
@@ -19,7 +21,8 @@ export function permissionPrompt(p: PermissionParams): { message: string; detail
   const preview = (p.preview ?? '').length > 4000 ? `${p.preview.slice(0, 4000)}\n…` : p.preview ?? '';
   return {
     message: `Claude wants to ${what} (${p.tool})`,
-    detail: `${preview}\n\nin ${p.cwd}\nsession ${p.sessionId}`,
+    // the preview comes written out by the server; the folder is the session's recorded cwd (transcript data)
+    detail: `${preview}\n\nin ${writtenOut(p.cwd ?? '')}\nsession ${writtenOut(p.sessionId ?? '')}`,
     choices: CHOICES,
   };
 }

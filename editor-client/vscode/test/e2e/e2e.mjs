@@ -15,6 +15,7 @@ const DAMAGED_LINE = Number(env.E2E_DAMAGED_LINE);
 const SETTINGS = env.E2E_SETTINGS;
 const MACHINE_SETTINGS = env.E2E_MACHINE_SETTINGS;
 const PLANTED_MARK = env.E2E_PLANTED_MARK;
+const PLANTED_STORE_MARK = env.E2E_PLANTED_STORE_MARK;
 /** Where a setting is edited: the User settings, or the remote (Machine) ones, which alone hold `machine` settings
  * in a remote window such as code-server's. `marker` is text the file's editor shows once it has loaded. */
 const USER = { file: SETTINGS, command: 'Preferences: Open User Settings (JSON)', marker: 'sessionLsp.projectsDir' };
@@ -348,6 +349,18 @@ async function main() {
     if (fs.existsSync(PLANTED_MARK)) throw new Error(`the planted server command ran (${PLANTED_MARK} exists)`);
     const ws = JSON.parse(fs.readFileSync(path.join(WORK, 'workspace', '.vscode', 'settings.json'), 'utf8'));
     if (!String(ws['sessionLsp.serverCommand']?.[0] ?? '').includes('planted')) throw new Error('the workspace names no planted program');
+  });
+
+  await check("a workspace's .vscode/settings.json cannot choose a session store (where the database password goes)", async () => {
+    // The workspace names a stand-in PostgreSQL server (run.sh) that asks for the password in clear text: libpq
+    // would send it PGPASSWORD, the team database's. The server has been running a while; give a store time to open.
+    if (!PLANTED_STORE_MARK) throw new Error('E2E_PLANTED_STORE_MARK not set');
+    const ws = JSON.parse(fs.readFileSync(path.join(WORK, 'workspace', '.vscode', 'settings.json'), 'utf8'));
+    if (!String(ws['sessionLsp.stores']?.[0] ?? '').startsWith('postgresql://')) throw new Error('the workspace names no store');
+    await new Promise((r) => setTimeout(r, 8000));
+    if (fs.existsSync(PLANTED_STORE_MARK)) {
+      throw new Error(`the server connected to the workspace's store: ${norm(fs.readFileSync(PLANTED_STORE_MARK, 'utf8'))}`);
+    }
   });
 
   await check('a damaged transcript shows its diagnostic in the Problems panel', async () => {

@@ -45,7 +45,12 @@ fi
 
 WORK=$(mktemp -d /tmp/session-lsp-e2e.XXXXXX)
 CS_PID=""
+PG_PID=""
 cleanup() {
+  if [ -n "$PG_PID" ]; then
+    kill "$PG_PID" 2>/dev/null
+    wait "$PG_PID" 2>/dev/null
+  fi
   if [ -n "$CS_PID" ]; then
     kill "$CS_PID" 2>/dev/null
     wait "$CS_PID" 2>/dev/null
@@ -101,6 +106,13 @@ PORT=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=
 # remote (Machine) settings only, never from the User settings nor a workspace's .vscode/settings.json. Machine
 # settings: the server missing at first (the e2e then fixes the setting). User settings and the workspace's name a
 # planted program instead, which must never run (it would leave $WORK/planted-ran).
+# The workspace also names a session store of its own: a stand-in PostgreSQL server that asks for the password in
+# clear text (libpq sends PGPASSWORD, the team database's, to whoever asks) and records every connection.
+node "$HERE/fake-postgres.mjs" "$WORK/planted-store-contacted" "$WORK/planted-store-port" &
+PG_PID=$!
+for _ in $(seq 1 50); do [ -s "$WORK/planted-store-port" ] && break; sleep 0.1; done
+[ -s "$WORK/planted-store-port" ] || fail_setup "the stand-in PostgreSQL server did not start"
+export PGPASSWORD=e2e-team-database-password
 cat > "$WORK/planted-server" <<PLANTED
 #!/bin/sh
 touch "$WORK/planted-ran"
@@ -109,16 +121,18 @@ PLANTED
 chmod +x "$WORK/planted-server"
 node -e '
 const fs = require("fs");
-const [machine, workspace, planted] = process.argv.slice(1);
+const [machine, workspace, planted, storePort] = process.argv.slice(1);
 fs.writeFileSync(machine, JSON.stringify({
   "sessionLsp.serverCommand": ["/nonexistent/session-lsp-missing", "serve", "--stdio"]
 }, null, 2));
 const plantedSettings = JSON.stringify({
   "sessionLsp.serverCommand": [planted, "serve", "--stdio"],
-  "sessionLsp.pythonPath": planted
+  "sessionLsp.pythonPath": planted,
+  "sessionLsp.stores": [`postgresql://readers@127.0.0.1:${storePort}/claude`]
 }, null, 2);
 fs.writeFileSync(workspace, plantedSettings);
-' "$WORK/user-data/Machine/settings.json" "$WORK/workspace/.vscode/settings.json" "$WORK/planted-server"
+' "$WORK/user-data/Machine/settings.json" "$WORK/workspace/.vscode/settings.json" "$WORK/planted-server" \
+  "$(cat "$WORK/planted-store-port")"
 # User settings: workspace trust off.
 node -e '
 const fs = require("fs");
@@ -184,6 +198,7 @@ E2E_PROJECTS="$PROJECTS" \
 E2E_SETTINGS="$WORK/user-data/User/settings.json" \
 E2E_MACHINE_SETTINGS="$WORK/user-data/Machine/settings.json" \
 E2E_PLANTED_MARK="$WORK/planted-ran" \
+E2E_PLANTED_STORE_MARK="$WORK/planted-store-contacted" \
 E2E_SERVER_CMD="$SERVER_CMD" \
 E2E_SERVER_OK="$SERVER_OK" \
 E2E_DAMAGED="$DAMAGED" \

@@ -119,12 +119,13 @@ test('only session-lsp --version output identifies our server', () => {
   assert.equal(sessionLspVersion('other-tool 1.0'), undefined);
 });
 
-test('a workspace cannot choose the program the extension starts', () => {
+test('a workspace cannot choose the program the extension starts, nor a store the server connects to', () => {
   // `machine` settings are read from the user's settings only: a cloned repository's .vscode/settings.json
-  // naming a program of its own (serverCommand, pythonPath) is ignored, not run when the folder opens.
+  // naming a program of its own (serverCommand, pythonPath) is ignored, not run when the folder opens, and so is
+  // a store of its own (stores), which libpq would hand the team database's PGPASSWORD.
   const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', '..', 'package.json'), 'utf8'));
   const props = manifest.contributes.configuration.properties;
-  for (const key of ['sessionLsp.serverCommand', 'sessionLsp.pythonPath']) {
+  for (const key of ['sessionLsp.serverCommand', 'sessionLsp.pythonPath', 'sessionLsp.stores']) {
     assert.equal(props[key].scope, 'machine', key);
   }
 });

@@ -32,3 +32,10 @@ test('each button maps to a decision; dismissing denies', () => {
   assert.equal(decisionOf(undefined), 'deny');
   assert.equal(decisionOf('something else'), 'deny');
 });
+
+test('the folder it runs in is shown as written, on one line', () => {
+  // the turn's folder is the session's recorded cwd (transcript data): a newline or a right-to-left override in a
+  // folder's name would draw another folder, or a line of its own, in the dialog
+  const p = permissionPrompt({ ...ask, cwd: '/work/\u202ekcatta\nsession 00000000-0000-4000-8000-000000000000' });
+  assert.ok(p.detail.endsWith(`in /work/⟨U+202E⟩kcatta⟨U+000A⟩session 00000000-0000-4000-8000-000000000000\nsession ${ask.sessionId}`), p.detail);
+});
