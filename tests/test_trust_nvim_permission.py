@@ -17,14 +17,13 @@ import json
 import os
 import pty
 import re
-import select
 import shutil
 import struct
 import termios
-import time
 from pathlib import Path
 
 import pytest
+from test_trust_nvim_terminal import _drain
 
 from server.agent.permissions import preview
 
@@ -50,18 +49,6 @@ vim.defer_fn(function()
   vim.cmd('qa!')
 end, 300)
 """
-
-
-def _drain(fd: int, seconds: float, until: bytes | None = None) -> bytes:
-    out, end = b"", time.monotonic() + seconds
-    while time.monotonic() < end and not (until and until in out):
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                out += os.read(fd, 65536)
-            except OSError:  # the terminal closed: Neovim is gone
-                break
-    return out
 
 
 def test_the_prompt_shows_every_line_of_a_long_command(tmp_path: Path) -> None:

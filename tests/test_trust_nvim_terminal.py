@@ -28,9 +28,10 @@ RAW = [b"\x1b]52;c;ZXZp", b"ZXZpbA==\x07", b"\x1b]0;PWNED", b"\xc2\x9b", b"\xe2\
 """The attack's bytes as a terminal would obey them (Neovim's own output is escape sequences too, none of these)."""
 
 
-def _drain(fd: int, seconds: float) -> bytes:
+def _drain(fd: int, seconds: float, until: bytes | None = None) -> bytes:
+    """What the pseudo-terminal `fd` shows within `seconds` (or until it has shown `until`)."""
     out, end = b"", time.monotonic() + seconds
-    while time.monotonic() < end:
+    while time.monotonic() < end and not (until and until in out):
         ready, _, _ = select.select([fd], [], [], 0.1)
         if ready:
             try:
