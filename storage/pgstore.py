@@ -80,7 +80,7 @@ def _loaded(text: str) -> Any:
     `RecursionError` out of the store (`store_materialize.read_entry`)."""
     entry = read_entry(text)
     if isinstance(entry, TooDeep):
-        raise StoreError(f"an entry of {entry.size:,} characters is nested too deeply to read")
+        raise StoreError(str(entry))
     return entry
 
 

@@ -72,6 +72,9 @@ class TooDeep:
     def __init__(self, size: int) -> None:
         self.size = size
 
+    def __str__(self) -> str:
+        return f"an entry of {self.size:,} characters nested too deeply to read in the store"
+
 
 def read_entry(text: str) -> Any:
     """A stored entry's JSON value, or `TooDeep` for one nested past the parser. Before, the `RecursionError` ended
@@ -125,7 +128,7 @@ def session_files(session: StoreSession) -> dict[Path, bytes]:
     for entries in (session.entries, *session.subkeys.values()):
         deep = next((e for e in entries if isinstance(e, TooDeep)), None)
         if deep is not None:
-            raise InvalidArgument(f"an entry of {deep.size:,} characters nested too deeply to read in the store")
+            raise InvalidArgument(str(deep))
     project = Path(session.project_key)
     files = {project / f"{session.session_id}.jsonl": jsonl_bytes(session.entries)}
     for subpath, entries in session.subkeys.items():

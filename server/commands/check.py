@@ -100,8 +100,8 @@ def _named(raw: Path, skipped: dict[Path, str]) -> list[Path]:
 
 
 def named_projects(args: argparse.Namespace) -> list[Path] | None:
-    """The project folders of the projects folder that the arguments name, when they name only such folders (or the
-    projects folder itself: then []): these are checked through the persistent index, as the whole folder is."""
+    """The project folders of the projects folder that the arguments name, when they name only such folders (none, or
+    the projects folder itself: then []): these are checked through the persistent index, as the whole folder is."""
     whole = norm(projects_dir(args, must_exist=False))
     named = [norm(p.expanduser()) for p in args.paths]
     if named == [whole]:
@@ -158,7 +158,7 @@ def _check(args: argparse.Namespace) -> int:
         return cmd_check_store(args)
     if args.cwd:
         raise CommandError("--cwd narrows a --store check; name files or folders to check part of a folder")
-    projects = named_projects(args) if args.paths else []
+    projects = named_projects(args)
     found = checked_indexed(args, projects) if projects is not None else None
     if found is None:
         idx, only = build_index(args)

@@ -80,9 +80,9 @@ def _check(
     prefixes: tuple[str, ...] = (str(root) + os.sep,)
     keys = prefixes
     if projects is not None:
-        # a session's files all lie in its project folder; a session's key is its folder's path, NUL, its id
+        # a session's files all lie in its project folder, which starts the session's key
         prefixes = tuple(str(norm(p)) + os.sep for p in projects)
-        keys = tuple(str(norm(p)) + "\0" for p in projects)
+        keys = tuple(key_text((norm(p), "")) for p in projects)
         paths = [p for p in paths if str(p).startswith(prefixes)]
     if skipped is not None:
         skipped.update(

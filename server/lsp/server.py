@@ -114,8 +114,13 @@ class _Malformed:
     jsonrpc: str = "2.0"
 
 
+def _is_request(data: dict[str, Any]) -> bool:
+    """A message with an answer owed: not a notification (no id) nor a response."""
+    return "id" in data and "result" not in data and "error" not in data
+
+
 def _malformed(data: dict[str, Any]) -> _Malformed | None:
-    if "id" not in data or "result" in data or "error" in data:
+    if not _is_request(data):
         return None  # a notification or a response: nothing to answer
     msg_id = data["id"] if isinstance(data["id"], (str, int)) and not isinstance(data["id"], bool) else None
     if data.get("jsonrpc") != "2.0":
@@ -203,14 +208,12 @@ class SessionProtocol(LanguageServerProtocol):
         """A request nested deeper than the parser reads is answered (InvalidParams naming its nested members);
         anything else of the kind is only logged (a notification has no answer)."""
         data = message.members
-        bad = _malformed(data) if "id" in data else None
-        if "id" not in data or "method" not in data or "result" in data or "error" in data or bad is not None:
+        if not _is_request(data) or _malformed(data) is not None:
             log.error("ignoring a message nested too deeply to read (members %s)", sorted(data) + message.nested)
             return
-        msg_id = bad.msg_id if bad is not None else data["id"]
         names = ", ".join(repr(n) for n in message.nested)
         self._refuse(
-            msg_id,
+            data["id"],
             JsonRpcInvalidParams(message=f"invalid parameters for {data['method']}: {names} nested too deeply to read"),
         )
 
