@@ -250,7 +250,7 @@ async function main() {
       return /not installed or could not start/.test(t) ? t : undefined;
     });
     if (!/pip install/.test(text)) throw new Error(`notification lacks install instructions: ${norm(text)}`);
-    await page.locator(VIEW, { hasText: 'not installed or could not start' }).waitFor({ state: 'visible', timeout: 10000 });
+    await page.locator(VIEW, { hasText: 'not installed or could not start' }).waitFor({ state: 'visible', timeout: 30000 });
     await shot('01-server-missing.png');
   });
 
