@@ -36,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from storage import lockfds
 from storage.access import open_decided, open_in_folder
 from storage.errors import InUse, NotFound, SessionLspError, WriteFailed
 from storage.livesession import LiveMark, ensure_free
@@ -69,22 +70,6 @@ def _holder(fd: int) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-_HELD: set[int] = set()
-"""The lock descriptors of this process's admissions. A forked child (the index's worker processes) closes its
-copies at once: they share the locks' open file descriptions, which would hold the session after its writer's
-`release()` until the child ended."""
-
-
-def _forget_held() -> None:
-    for fd in list(_HELD):
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    _HELD.clear()
-
-
-os.register_at_fork(after_in_child=_forget_held)
-
-
 class Admission:
     """The right to write one session, from `admit()` until `release()`."""
 
@@ -93,7 +78,6 @@ class Admission:
         self._fd: int | None = fd
         self._mark = mark
         self._file_fd = file_fd
-        _HELD.update(d for d in (fd, file_fd) if d is not None)
 
     @property
     def holds_file(self) -> bool:
@@ -114,8 +98,6 @@ class Admission:
         if self._file_fd is None:
             with contextlib.suppress(OSError, SessionLspError):
                 self._file_fd = lock_file(self.session_id, transcript)
-            if self._file_fd is not None:
-                _HELD.add(self._file_fd)
         return self._file_fd is not None
 
     def release(self) -> None:
@@ -123,14 +105,12 @@ class Admission:
             self._mark.release()
             self._mark = None
         if self._file_fd is not None:
-            _HELD.discard(self._file_fd)
-            os.close(self._file_fd)  # the last descriptor of its open file description: the OFD locks go
+            lockfds.close(self._file_fd)  # the last descriptor of its open file description: the OFD locks go
             self._file_fd = None
         if self._fd is not None:
-            _HELD.discard(self._fd)
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, 0)
-            os.close(self._fd)  # closing drops the flock
+            lockfds.close(self._fd)  # closing drops the flock
             self._fd = None
 
     def __enter__(self) -> Admission:
@@ -175,7 +155,7 @@ def admit(
                 # the winner has the lock but has not written who it is yet (or is just releasing it)
                 time.sleep(0.005)
                 continue
-            os.close(fd)
+            lockfds.close(fd)
             who = holder.get("entrypoint") or "session-lsp"
             pid = holder.get("pid", "?")
             raise InUse(
@@ -188,7 +168,7 @@ def admit(
         os.ftruncate(fd, 0)
         os.pwrite(fd, orjson.dumps(me), 0)
     except OSError as exc:
-        os.close(fd)
+        lockfds.close(fd)
         raise _cannot_admit(session_id, path, exc) from exc
     file_fd = None
     try:
@@ -201,8 +181,8 @@ def admit(
             mark.acquire()
     except BaseException as exc:
         if file_fd is not None:
-            os.close(file_fd)
-        os.close(fd)
+            lockfds.close(file_fd)
+        lockfds.close(fd)
         if isinstance(exc, OSError) and not isinstance(exc, WriteFailed):
             raise _cannot_admit(session_id, Path(exc.filename) if exc.filename else path, exc) from exc
         raise
@@ -225,7 +205,7 @@ def lock_file(session_id: str, transcript: Path, *, shared: bool = False) -> int
         # read and write: the shared lock needs read access, the exclusive one write access, the probe for the
         # holder's name either; never created (no O_CREAT) nor cut (no O_TRUNC); appending (nothing is written through
         # it), as every writer opens it: an append-only file (`chattr +a`) refuses a writable open without O_APPEND
-        fd = open_decided(transcript, os.O_RDONLY if shared else os.O_RDWR | os.O_APPEND)
+        fd = lockfds.open_locked(lambda: open_decided(transcript, os.O_RDONLY if shared else os.O_RDWR | os.O_APPEND))
     except FileNotFoundError as exc:
         raise NotFound(f"no session file {transcript} (moved or deleted since it was found); nothing written") from exc
     except OSError as exc:  # a read-only file, an I/O error
@@ -235,7 +215,7 @@ def lock_file(session_id: str, transcript: Path, *, shared: bool = False) -> int
             fcntl.fcntl(fd, _OFD_SETLK, _flock(kind, FILE_LOCK_AT))
         except OSError as exc:
             if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                os.close(fd)  # EINVAL: no OFD locks here; the named lock alone
+                lockfds.close(fd)  # EINVAL: no OFD locks here; the named lock alone
                 return None
             pid = _file_holder(fd, kind)
             who = f"pid {pid}" if pid is not None else "a process that cannot be named"
@@ -250,11 +230,11 @@ def lock_file(session_id: str, transcript: Path, *, shared: bool = False) -> int
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, _OFD_SETLK, _flock(kind, FILE_LOCK_AT + 1 + pid))
         if not _flock_is_free_beside(fd):
-            os.close(fd)
+            lockfds.close(fd)
             return None
     except BaseException:
         with contextlib.suppress(OSError):
-            os.close(fd)
+            lockfds.close(fd)
         raise
     return fd
 
@@ -282,7 +262,9 @@ def _flock_is_free_beside(fd: int) -> bool:
     whole file (NFS, SMB). Probed with a description of its own (`/proc/self/fd`), never waiting; a `flock` held
     by someone else right now reads as "no" too, which only costs the file's lock, never a wait."""
     try:
-        probe = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        probe = lockfds.open_locked(
+            lambda: os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        )
     except OSError:
         return False
     try:
@@ -293,7 +275,7 @@ def _flock_is_free_beside(fd: int) -> bool:
     except OSError:
         return False
     finally:
-        os.close(probe)  # with the flock, if it was taken
+        lockfds.close(probe)  # with the flock, if it was taken
 
 
 def _open_lock(config_dir: Path, path: Path) -> int:
@@ -301,7 +283,7 @@ def _open_lock(config_dir: Path, path: Path) -> int:
     `session-lsp/locks` (made 0700 where missing) and the file, each taking no symlink (`storage.access`): a folder
     there swapped for a link to another place takes no lock file there (`Unsafe`); a hard-linked lock is refused."""
     folder = open_private_below(config_dir, list(path.relative_to(config_dir).parent.parts), path)
-    return open_in_folder(folder, path.name, os.O_RDWR | os.O_CREAT, FILE_MODE, path)
+    return lockfds.open_locked(lambda: open_in_folder(folder, path.name, os.O_RDWR | os.O_CREAT, FILE_MODE, path))
 
 
 def _cannot_admit(session_id: str, path: Path, exc: OSError) -> WriteFailed:

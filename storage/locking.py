@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from storage import lockfds
 from storage.access import open_decided, walk_folders
 
 FILE_MODE = 0o600
@@ -29,12 +30,12 @@ def locked_append_fd(
     FIFO put in its place or a hard link is refused. With `made`, missing folders are created 0700 on
     the way and listed there."""
     flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
-    fd = open_decided(path, flags, FILE_MODE, made=made if create else None)
+    fd = lockfds.open_locked(lambda: open_decided(path, flags, FILE_MODE, made=made if create else None))
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield fd
     finally:
-        os.close(fd)  # closing drops the lock
+        lockfds.close(fd)  # closing drops the lock
 
 
 def make_private_dirs(path: os.PathLike[str] | str) -> list[str]:

@@ -21,6 +21,7 @@ import fcntl
 import os
 import stat
 
+from storage import lockfds
 from storage.errors import InUse, InvalidArgument, Unsafe
 
 _TEMP = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -64,14 +65,14 @@ def put_whole(folder: int, name: str, data: bytes, path: os.PathLike[str] | str,
             with contextlib.suppress(FileNotFoundError):
                 _remove_own(folder, tmp, fd)
     finally:
-        os.close(fd)  # drops the lock
+        lockfds.close(fd)  # drops the lock
 
 
 def _own_temp(folder: int, tmp: str, path: os.PathLike[str] | str) -> int:
     """The temporary file, created or taken over from a writer that died, locked, 0600, a regular file of one name
     that is still the one under `tmp`."""
     try:
-        fd = os.open(tmp, _TEMP, 0o600, dir_fd=folder)
+        fd = lockfds.open_locked(lambda: os.open(tmp, _TEMP, 0o600, dir_fd=folder))
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise Unsafe(f"{path}: its temporary file {tmp} is a symbolic link; nothing written") from None
@@ -97,7 +98,7 @@ def _own_temp(folder: int, tmp: str, path: os.PathLike[str] | str) -> int:
         os.fchmod(fd, 0o600)
         os.set_blocking(fd, True)
     except BaseException:
-        os.close(fd)
+        lockfds.close(fd)
         raise
     return fd
 
