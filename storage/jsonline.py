@@ -26,7 +26,7 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def loads_line(raw: bytes) -> tuple[Any, str | None]:
+def loads_line(raw: bytes | bytearray) -> tuple[Any, str | None]:
     """Decode one line as the CLI does: `(value, note)`, `note` saying what a strict parser would
     have rejected (None when the line is strict JSON). Raises `ValueError` when even the CLI's
     reader rejects the line.

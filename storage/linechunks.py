@@ -15,10 +15,11 @@ of memory in each reader), so any file dropped into the projects folder could ma
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -41,6 +42,9 @@ each file the server reads, as it does the CLI; we keep at most this bound of a 
 differs from what the CLI reads.
 """
 
+GROWTH = 64 * 1024
+"""The least a piece read into an array asks for past the file's size as it was: bytes appended meanwhile."""
+
 OVER_LIMIT = f"over the {MAX_LINE_BYTES >> 20} MiB a line may have"
 """How a message says a line is too long to read."""
 
@@ -62,7 +66,13 @@ class WholeLines:
     are not kept: `rest` is then b""). `chunk` must not be over `limit`: a line that fits in one block is kept."""
 
     def __init__(
-        self, fh: BinaryIO, chunk: int, carry: bytes = b"", *, keep_rest: bool = True, limit: int = MAX_LINE_BYTES
+        self,
+        fh: BinaryIO,
+        chunk: int,
+        carry: bytes = b"",
+        *,
+        keep_rest: bool = True,
+        limit: int = MAX_LINE_BYTES,
     ) -> None:
         if chunk > limit:
             raise ValueError(f"a chunk of {chunk} bytes is over the line limit of {limit}")
@@ -72,7 +82,7 @@ class WholeLines:
         self.rest = b""
         self.long_rest: LongLine | None = None
         self.keep_rest = keep_rest
-        self._parts: list[bytes] = []
+        self._parts: list[bytes | bytearray] = []
         self._held = 0
         """Bytes of the unfinished line so far (also those dropped once it is over the limit)."""
         self._line_at = fh.tell() - len(carry)
@@ -89,6 +99,34 @@ class WholeLines:
                 break
             yield from self._take(block, at)
             at += len(block)
+        self._finish()
+
+    def arrays(self) -> Iterator[bytes | bytearray | LongLine]:
+        """The same pieces, those read whole as bytearrays: each a new one, never changed once given. An unfinished
+        line of at most a chunk and the next block are read into one array, whose end is cut off in place, so each
+        byte is copied once more at most, where a piece of bytes takes two more copies of each block (cut at the
+        last newline, joined to the line before). A longer unfinished line is kept as its blocks, as by iterating."""
+        readinto = getattr(self.fh, "readinto", None)
+        at = self.fh.tell()
+        while True:
+            if self._held > self.limit:
+                at = self._past_holes(at)
+            if readinto is not None and self._held <= self.chunk and self._held + self.chunk <= self.limit:
+                array = self._read_array(readinto, at)
+                if array is None:
+                    break
+                got = len(array) - self._held
+                yield from self._take_array(array, self._line_at if self._held else at)
+                at += got
+                continue
+            block = self.fh.read(self.chunk)
+            if not block:
+                break
+            yield from self._take(block, at)
+            at += len(block)
+        self._finish()
+
+    def _finish(self) -> None:
         if self._held > self.limit:
             self.long_rest = LongLine(self._line_at, self._held)
         elif self.keep_rest:
@@ -144,7 +182,40 @@ class WholeLines:
             self._line_at = at + pos
             self._grow(block[pos:] if pos else block)
 
-    def _grow(self, data: bytes) -> None:
+    def _read_array(self, readinto: Callable[[memoryview], int | None], at: int) -> bytearray | None:
+        """The unfinished line and the next chunk read after it (from file offset `at`), in one new array; None at
+        the end of the file. The array is sized to what the file holds (a new one is zeroed first), at least
+        `GROWTH` bytes for what is appended meanwhile."""
+        want = self.chunk
+        with contextlib.suppress(AttributeError, OSError, io.UnsupportedOperation):
+            want = min(want, max(os.fstat(self.fh.fileno()).st_size - at, GROWTH))
+        array = bytearray(self._held + want)
+        with memoryview(array) as view:
+            pos = 0
+            for part in self._parts:
+                view[pos : pos + len(part)] = part
+                pos += len(part)
+            with view[pos:] as free:
+                got = readinto(free)
+        if not got:
+            return None
+        del array[pos + got :]
+        return array
+
+    def _take_array(self, array: bytearray, at: int) -> Iterator[bytearray]:
+        """The whole lines of `array` (the unfinished line's bytes and a chunk read after them, starting at file offset
+        `at`), in place; what follows its last newline starts the next unfinished line."""
+        self._drop()
+        cut = array.rfind(b"\n") + 1
+        if cut < len(array):
+            self._line_at = at + cut
+            self._grow(array[cut:] if cut else array)
+            if not cut:
+                return
+            del array[cut:]
+        yield array
+
+    def _grow(self, data: bytes | bytearray) -> None:
         """Add `data` to the unfinished line: kept while the line is within the limit, else only counted."""
         if not data:
             return

@@ -74,7 +74,9 @@ class ReadResult:
     """Lines read only leniently, as the CLI reads them (lone surrogates, invalid UTF-8)."""
 
 
-def parse_line(raw: bytes, line: int, offset: int, notes: list[LineProblem] | None = None) -> Row | LineProblem | None:
+def parse_line(
+    raw: bytes | bytearray, line: int, offset: int, notes: list[LineProblem] | None = None
+) -> Row | LineProblem | None:
     """One line without its newline: a Row, a problem, or None for a blank line. A line that only
     the CLI's lenient reading accepts is a Row, and `notes` (when given) gets why."""
     body = raw
@@ -102,7 +104,7 @@ def _utf8(data: memoryview) -> bool:
     return True
 
 
-def _lines_utf8(buf: bytes, view: memoryview) -> bool:
+def _lines_utf8(buf: bytes | bytearray, view: memoryview) -> bool:
     """Whether the whole lines of `buf` (up to its last newline) are all valid UTF-8: then no line needs its own
     check. A newline never falls inside a multi-byte character, so pieces cut at one decode on their own."""
     end = buf.rfind(b"\n") + 1
@@ -142,7 +144,7 @@ def read_transcript(
     with open_regular(path) as fh:
         fh.seek(state.offset)
         lines = WholeLines(fh, CHUNK, state.tail)
-        for buf in lines:  # whole lines only: an unfinished one is in `lines.rest` at the end
+        for buf in lines.arrays():  # whole lines only: an unfinished one is in `lines.rest` at the end
             if isinstance(buf, LongLine):  # over MAX_LINE_BYTES: its bytes were never kept
                 if offsets_append is not None:
                     offsets_append(start)

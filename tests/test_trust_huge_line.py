@@ -121,9 +121,11 @@ def _expected(data: bytes, start: int, limit: int) -> tuple[list[bytes | LongLin
     return lines, LongLine(start, len(rest)) if len(rest) > limit else rest
 
 
-def test_whole_lines_give_every_line_or_its_place_at_any_chunk_and_limit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("arrays", [False, True], ids=["bytes", "arrays"])
+def test_whole_lines_give_every_line_or_its_place_at_any_chunk_and_limit(tmp_path: Path, arrays: bool) -> None:
     """Small bounds on a real file, read from any offset with the unfinished line a previous read carried: every
-    line comes once, whole, or as a `LongLine` with its exact offset and length, and so does the rest."""
+    line comes once, whole, or as a `LongLine` with its exact offset and length, and so does the rest. Read as
+    `arrays()` too, whose arrays stay as they were given."""
     rng = random.Random(20261202)
     path = tmp_path / "lines"
     for _ in range(3000):
@@ -137,11 +139,15 @@ def test_whole_lines_give_every_line_or_its_place_at_any_chunk_and_limit(tmp_pat
             fh.seek(start)
             pieces = WholeLines(fh, chunk, data[carried:start], limit=limit)
             got: list[bytes | LongLine] = []
-            for piece in pieces:
+            given: list[tuple[bytearray, bytes]] = []
+            for piece in pieces.arrays() if arrays else pieces:
                 assert isinstance(piece, LongLine) or piece.endswith(b"\n")
+                if isinstance(piece, bytearray):
+                    given.append((piece, bytes(piece)))
                 got += [piece] if isinstance(piece, LongLine) else [ln + b"\n" for ln in piece.split(b"\n")[:-1]]
         lines, rest = _expected(data, carried, limit)
         assert got == lines, (data, start, carried, chunk, limit)
+        assert all(array == copy for array, copy in given), (data, start, carried, chunk, limit)
         assert (pieces.long_rest or pieces.rest) == rest, (data, start, carried, chunk, limit)
 
 
