@@ -7,6 +7,7 @@ stopped at, the line number there and any unfinished tail it carried over. A lin
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +97,10 @@ def parse_line(
     return keyed(row_from_entry(entry, line, offset, len(body)))
 
 
+_BLANKS = re.compile(b"\n+").match
+"""The run of newlines at a position: as many blank lines."""
+
+
 def _utf8(data: memoryview) -> bool:
     try:
         str(data, "utf-8")
@@ -155,6 +160,13 @@ def read_transcript(
             view, find, pos = memoryview(buf), buf.find, 0
             all_utf8 = buf.isascii() or _lines_utf8(buf, view)  # else each fast row is checked: bad UTF-8 gets its hint
             while (nl := find(b"\n", pos)) >= 0:  # the hot loop: one parse and one Row per line, nothing else
+                if nl == pos:  # blank lines, taken as a run: nothing to read in them
+                    run = _BLANKS(buf, pos)
+                    blanks = run.end() - pos if run is not None else 1
+                    if line_offsets is not None:
+                        line_offsets.extend(range(start, start + blanks))
+                    start, line_no, pos = start + blanks, line_no + blanks, pos + blanks
+                    continue
                 if offsets_append is not None:
                     offsets_append(start)
                 entry = None

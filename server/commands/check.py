@@ -214,7 +214,9 @@ def print_listing(diags: list[Diagnostic], n_files: int) -> None:
         out.write(f"{one_line(d.path)}:{d.line + 1}: {d.severity}: {one_line(d.message)} [{d.code}]\n")
         for r in d.related:
             out.write(f"    {one_line(r.path)}:{r.line + 1}: note: {one_line(r.message)}\n")
-    counts = Counter(d.severity for d in diags)
+    counts: Counter[str] = Counter()
+    for d in diags:
+        counts[d.severity] += 1 + d.more  # one folded in (`diagnostics.bounded`) stands for more
     names = {"error": "error(s)", "warning": "warning(s)", "information": "information", "hint": "hint(s)"}
     parts = [f"{counts[s]} {name}" for s, name in names.items()]
     out.write(f"{n_files} file(s) checked: {', '.join(parts)}\n")

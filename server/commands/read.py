@@ -303,7 +303,9 @@ def _overview(args: argparse.Namespace) -> int:
                     print(f"  {d.severity}: {one_line(path)}:{d.line + 1}: [{d.code}] {one_line(d.message)}")
         print()
     found = index.all_diagnostics()
-    counts = {sev: sum(1 for d in found if d.severity == sev) for sev in ("error", "warning", "information", "hint")}
+    counts = {
+        sev: sum(1 + d.more for d in found if d.severity == sev) for sev in ("error", "warning", "information", "hint")
+    }
     print(
         f"{len(sessions)} session(s); problems: {counts['error']} error(s), {counts['warning']} warning(s), "
         f"{counts['information']} information, {counts['hint']} hint(s) (details: session-lsp check)"

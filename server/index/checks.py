@@ -10,7 +10,7 @@ from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.index.diagnostics import Diagnostic, Related
+from server.index.diagnostics import Diagnostic, Related, bounded
 from server.index.filestate import FileState
 from storage.chain import build_chain, choose_leaf
 from storage.reader import NO_UUID
@@ -60,6 +60,7 @@ def check_session(
         _check_agents(main, present, report)
     for sub in subs:
         _check_file(sub, main, report)
+    report.diagnostics = bounded(report.diagnostics)
     return report
 
 

@@ -55,6 +55,9 @@ class Diagnostic:
     end_char: int | None = None
     key: str | None = None
     """The JSON key whose value the range should cover (filled in by `ranges.locate`)."""
+    more: int = 0
+    """How many more diagnostics of its code in its file this one stands for (`bounded`): from its line to its
+    related line, not listed one by one."""
 
     @property
     def severity(self) -> str:
@@ -68,7 +71,47 @@ class Diagnostic:
             "severity": self.severity,
             "message": self.message,
             "related": [{"path": str(r.path), "line": r.line + 1, "message": r.message} for r in self.related],
-        }
+        } | ({"more": self.more} if self.more else {})
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (str(self.path), self.line, SEVERITY_RANK[self.severity], self.code)
+
+
+MAX_OF_A_KIND = 100
+"""The most diagnostics of one code given for one file: a file of random bytes (anything can land in the folder) has
+a bad line every few hundred bytes, and 20 MB of them made 82,051 diagnostics, 19 MB of JSON for the editor to take
+in one answer. Past the bound, one diagnostic at the first line left out says how many more there are, up to which
+line."""
+
+
+def bounded(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """`diags` sorted, with at most `MAX_OF_A_KIND` of each code in each file (those on the first lines): the rest
+    are folded into one that says how many and where (`more`), folding any such one already among them."""
+    out: list[Diagnostic] = []
+    seen: dict[tuple[Path, str], int] = {}
+    folded: dict[tuple[Path, str], list[Diagnostic]] = {}
+    for d in sorted(diags, key=Diagnostic.sort_key):
+        kind = (d.path, d.code)
+        if d.more:
+            folded.setdefault(kind, []).append(d)
+            continue
+        count = seen.get(kind, 0)
+        seen[kind] = count + 1
+        if count < MAX_OF_A_KIND:
+            out.append(d)
+        else:
+            folded.setdefault(kind, []).append(d)
+    if not folded:
+        return out
+    for (path, code), rest in folded.items():
+        first = min(d.line for d in rest)
+        last = max(d.related[0].line if d.more and d.related else d.line for d in rest)
+        more = sum(d.more or 1 for d in rest)
+        out.append(
+            Diagnostic(
+                path, first, code,
+                f"{more:,} more like this in this file, from here to line {last + 1}, not listed one by one",
+                [Related(path, last, "the last of them")], more=more,
+            )
+        )  # fmt: skip
+    return sorted(out, key=Diagnostic.sort_key)

@@ -9,7 +9,7 @@ from concurrent.futures import as_completed
 from pathlib import Path
 
 from server.index.checks import Pending
-from server.index.diagnostics import Diagnostic
+from server.index.diagnostics import Diagnostic, bounded
 from server.index.links import resolve
 from server.index.store import ProjectIndex, session_key
 from server.index.workerpool import forking, worker_pool
@@ -98,4 +98,4 @@ def check_folder(
             if progress is not None:
                 progress(done, len(paths))
     diags += resolve(pending, lambda u: homes.get(u, []), mains.get)
-    return sorted(diags, key=Diagnostic.sort_key), files
+    return bounded(diags), files

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from server.index.diagnostics import Diagnostic
+from server.index.diagnostics import Diagnostic, bounded
 from server.index.fill import fill, session_stamps
 from server.index.links import resolve
 from server.index.parallel import check_folder
@@ -144,4 +144,4 @@ def _check(
         return [(Path(p), n) for p, n in sorted(found, key=lambda h: (order[h[0]], h[1]))]
 
     diags += resolve(pending, lookup, mains.get)
-    return sorted(diags, key=Diagnostic.sort_key), len(paths)
+    return bounded(diags), len(paths)

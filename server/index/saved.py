@@ -275,12 +275,15 @@ def stamps(members: Iterable[Path], legacy: list[str]) -> list[Any] | None:
 
 
 def diag_to_json(d: Diagnostic) -> list[Any]:
-    return [str(d.path), d.line, d.code, d.message, [[str(r.path), r.line, r.message] for r in d.related], d.key]
+    related = [[str(r.path), r.line, r.message] for r in d.related]
+    return [str(d.path), d.line, d.code, d.message, related, d.key, *([d.more] if d.more else [])]
 
 
 def diag_from_json(v: list[Any]) -> Diagnostic:
-    path, line, code, message, related, key = v
-    return Diagnostic(Path(path), line, code, message, [Related(Path(p), n, m) for p, n, m in related], key=key)
+    path, line, code, message, related, key, *more = v
+    return Diagnostic(
+        Path(path), line, code, message, [Related(Path(p), n, m) for p, n, m in related], key=key, more=sum(more)
+    )
 
 
 def pending_to_json(p: Pending) -> list[Any]:

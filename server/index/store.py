@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from server.index.checks import Pending, SessionReport, check_session
-from server.index.diagnostics import Diagnostic
+from server.index.diagnostics import Diagnostic, bounded
 from server.index.filestate import APPENDED, MISSING, RELOADED, UNCHANGED, FileState
 from server.index.links import resolve
 from server.index.ranges import locate
@@ -745,10 +745,8 @@ class ProjectIndex:
             homes = found if found is not None else self.lookup_many({p.target for p in report.pending})
             diags = report.diagnostics + resolve(report.pending, lambda u: homes.get(u, []), self.file_for_session)
             resolved = {p: [] for p in self._members.get(key, ())}
-            for d in diags:
+            for d in bounded(diags):  # sorted
                 resolved.setdefault(d.path, []).append(d)
-            for lst in resolved.values():
-                lst.sort(key=Diagnostic.sort_key)
             self._resolved[key] = resolved
         return resolved
 
