@@ -38,11 +38,11 @@ def loads_line(raw: bytes | bytearray) -> tuple[Any, str | None]:
         return orjson.loads(raw), None
     except orjson.JSONDecodeError:
         pass
-    text = raw.decode("utf-8", "replace")
     notes = []
     try:
-        raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
+        text = raw.decode("utf-8", "replace")
         notes.append(INVALID_UTF8)
     try:
         value = json.loads(text, parse_constant=_no_constant)

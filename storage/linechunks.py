@@ -166,14 +166,15 @@ class WholeLines:
             if nl < 0:
                 self._grow(block)  # still inside one line: kept (not joined to anything yet), or counted only
                 return
+            line: bytes | LongLine
             if self._held + nl > self.limit:
-                yield LongLine(self._line_at, self._held + nl)
-                pos = nl + 1
+                line = LongLine(self._line_at, self._held + nl)
             else:
-                pos = block.rfind(b"\n") + 1
-                self._parts.append(block[:pos])
-                yield b"".join(self._parts)
-            self._drop()
+                self._parts.append(block[: nl + 1])
+                line = b"".join(self._parts)  # that line alone: the lines after it are the block's own
+            self._drop()  # before the line is given: its blocks are not held while it is read
+            yield line
+            pos = nl + 1
         cut = block.rfind(b"\n") + 1
         if cut > pos:
             yield block if pos == 0 and cut == len(block) else block[pos:cut]

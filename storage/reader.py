@@ -84,7 +84,7 @@ def parse_line(
     if line == 0 and body.startswith(BOM):
         body = body[3:]
         offset += 3
-    if not body.strip():
+    if not body or body.isspace():  # blank, as `strip()` would tell, without a copy of the line
         return None
     try:
         entry, note = loads_line(body)
