@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,11 @@ _IMPORT_RE = re.compile(r"(?:^|\s)@((?:[^\s\\]|\\ )+)")
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _INLINE_CODE_RE = re.compile(r"`[^`]*`")
 _TEXT_SUFFIXES = {"", ".md", ".txt", ".markdown", ".json", ".yaml", ".yml", ".toml", ".rst"}
+PSEUDO_FILES = (Path("/proc"), Path("/sys"))
+"""The kernel's files of processes and devices: a memory file or an import whose real path is in one is never read.
+`/proc/self/environ` is the environment of the process reading it (the provider's key, the server's token, the
+store's password), which a checkout's `CLAUDE.local.md` linked there put in the model's prompt and the transcript;
+the real CLI does not load it. `/proc/self/fd/N` is read at its target's real path, so never as a deleted file."""
 
 
 @dataclass(frozen=True)
@@ -83,12 +89,25 @@ def import_paths(text: str, base: Path) -> list[Path]:
 
 
 def _read(path: Path) -> str | None:
+    """The text of the memory file `path`, read at its real path: None unless that is a regular file outside the
+    kernel's pseudo files (`PSEUDO_FILES`) and its name a text file's."""
+    real = Path(os.path.realpath(path))
+    if path.suffix.lower() not in _TEXT_SUFFIXES or any(is_inside(root, real) for root in PSEUDO_FILES):
+        return None
     try:
-        if not path.is_file() or path.suffix.lower() not in _TEXT_SUFFIXES:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO swapped in cannot block
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        os.set_blocking(fd, True)
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _load(

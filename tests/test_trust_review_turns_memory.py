@@ -1,0 +1,66 @@
+"""A checkout's memory files linked to the kernel's files of the process reading them (`/proc/self/environ`) put
+nothing of session-lsp's environment in what the model is sent or what the transcript records.
+
+The agent reads the working directory's memory itself (`server/agent/memory.py`): `CLAUDE.md`, `.claude/CLAUDE.md`,
+`.claude/rules/*.md`, `CLAUDE.local.md` and their `@` imports, every symlink followed. A checkout (an unpacked archive,
+a cloned repository: git keeps symlinks) whose `CLAUDE.local.md` is a link to `/proc/self/environ` had the turn's own
+process read its environment: the provider's key, the server's `SESSION_LSP_TOKEN`, the store's `PGPASSWORD`, sent to
+the model as project instructions and recorded in the transcript (then pushed to a team's store by a store turn),
+though the README keeps them from every command the model runs. Before: every marker below in both. The real CLI
+2.1.328 does not load such a file. The real `session-lsp turn` command, which is the process that reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scripted_api import ScriptedModelServer
+
+REPO = Path(__file__).resolve().parent.parent
+SECRETS = {"SESSION_LSP_TOKEN": "token-marker-not-for-the-model", "PGPASSWORD": "password-marker-not-for-the-model"}
+
+
+def _checkout(app: Path) -> None:
+    """Memory of every kind the agent reads, each a link to one of the process's own files, and an import of one."""
+    (app / ".claude" / "rules").mkdir(parents=True)
+    (app / "CLAUDE.local.md").symlink_to("/proc/self/environ")
+    (app / ".claude" / "CLAUDE.md").symlink_to("/proc/thread-self/environ")
+    (app / ".claude" / "rules" / "style.md").symlink_to("/proc/self/environ")
+    (app / "CLAUDE.md").write_text("PROJECT-MEMORY @/proc/self/environ @notes.md")
+    (app / "notes.md").write_text("PROJECT-NOTES")
+
+
+@pytest.mark.parametrize("approved", [False, True])
+def test_memory_linked_to_the_processs_own_environment_is_not_read(
+    scripted_model: ScriptedModelServer, tmp_path: Path, approved: bool
+) -> None:
+    config = Path(os.environ["CLAUDE_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    app = tmp_path / "app"
+    app.mkdir()
+    _checkout(app)
+    if approved:  # the person let the project import files from outside it: not the process's own
+        project = {"hasClaudeMdExternalIncludesApproved": True}
+        (config / ".claude.json").write_text(json.dumps({"projects": {str(app): project}}))
+    first = len(scripted_model.requests)
+    out = subprocess.run(
+        [sys.executable, "-m", "server.cli", "turn", "--new", "--provider", "anthropic", "--json"]
+        + ["--cwd", str(app), "--projects-dir", str(config / "projects"), "hello"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **SECRETS},
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    sent = json.dumps(scripted_model.requests[first:])
+    recorded = Path(json.loads(out.stdout)["path"]).read_text()
+    assert "PROJECT-MEMORY" in sent and "PROJECT-NOTES" in sent and "PROJECT-MEMORY" in recorded
+    for name, secret in SECRETS.items():  # before: each in both, with every other variable of the environment
+        assert secret not in sent and secret not in recorded, name
+    assert "ANTHROPIC_API_KEY=" not in sent and "ANTHROPIC_API_KEY=" not in recorded
