@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -64,3 +65,40 @@ def test_memory_linked_to_the_processs_own_environment_is_not_read(
     for name, secret in SECRETS.items():  # before: each in both, with every other variable of the environment
         assert secret not in sent and secret not in recorded, name
     assert "ANTHROPIC_API_KEY=" not in sent and "ANTHROPIC_API_KEY=" not in recorded
+
+
+ADDRESS_SPACE = 4 << 30
+"""The turn's address space: a process holding a memory file of `HUGE` bytes fails (MemoryError) instead of taking
+the machine's memory."""
+HUGE = 8 << 30
+
+
+def _capped() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+
+def test_a_memory_file_too_large_to_send_is_left_out(scripted_model: ScriptedModelServer, tmp_path: Path) -> None:
+    """A checkout's `CLAUDE.md` of 8 GiB (a sparse file: an archive holds it in a few bytes, `tar --sparse`) was read
+    whole at every turn: the turn ended in a MemoryError here (status 1, nothing asked), and without a cap took the
+    machine's memory. No Messages API request can carry more than 32 MB: a larger memory file is left out, the rest
+    is read."""
+    config = Path(os.environ["CLAUDE_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    app = tmp_path / "app"
+    (app / ".claude").mkdir(parents=True)
+    with (app / "CLAUDE.md").open("wb") as fh:
+        fh.truncate(HUGE)
+    (app / "CLAUDE.local.md").write_text("LOCAL-MEMORY")
+    first = len(scripted_model.requests)
+    out = subprocess.run(
+        [sys.executable, "-m", "server.cli", "turn", "--new", "--provider", "anthropic", "--json"]
+        + ["--cwd", str(app), "--projects-dir", str(config / "projects"), "hello"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        preexec_fn=_capped,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]  # before: MemoryError
+    sent = json.dumps(scripted_model.requests[first:])
+    assert "LOCAL-MEMORY" in sent and "\\u0000" * 64 not in sent

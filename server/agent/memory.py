@@ -17,6 +17,7 @@ cannot pull `~/.ssh/id_rsa` into what the model is sent. Managed and user memory
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import stat
@@ -25,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from storage.paths import config_home, is_inside
+
+log = logging.getLogger(__name__)
 
 MAX_IMPORT_DEPTH = 5
 HEADER = (
@@ -41,6 +44,9 @@ _IMPORT_RE = re.compile(r"(?:^|\s)@((?:[^\s\\]|\\ )+)")
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _INLINE_CODE_RE = re.compile(r"`[^`]*`")
 _TEXT_SUFFIXES = {"", ".md", ".txt", ".markdown", ".json", ".yaml", ".yml", ".toml", ".rst"}
+MAX_MEMORY_BYTES = 32 * 1024 * 1024
+"""A memory file larger than a Messages API request may be (32 MB) is left out, not read: a checkout's sparse
+`CLAUDE.md` of gigabytes took the process's memory at every turn."""
 PSEUDO_FILES = (Path("/proc"), Path("/sys"))
 """The kernel's files of processes and devices: a memory file or an import whose real path is in one is never read.
 `/proc/self/environ` is the environment of the process reading it (the provider's key, the server's token, the
@@ -90,7 +96,7 @@ def import_paths(text: str, base: Path) -> list[Path]:
 
 def _read(path: Path) -> str | None:
     """The text of the memory file `path`, read at its real path: None unless that is a regular file outside the
-    kernel's pseudo files (`PSEUDO_FILES`) and its name a text file's."""
+    kernel's pseudo files (`PSEUDO_FILES`), its name a text file's and its size at most `MAX_MEMORY_BYTES`."""
     real = Path(os.path.realpath(path))
     if path.suffix.lower() not in _TEXT_SUFFIXES or any(is_inside(root, real) for root in PSEUDO_FILES):
         return None
@@ -99,15 +105,20 @@ def _read(path: Path) -> str | None:
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return None
         os.set_blocking(fd, True)
         with os.fdopen(os.dup(fd), "rb") as fh:
-            return fh.read().decode("utf-8", errors="replace")
+            data = fh.read(MAX_MEMORY_BYTES + 1) if st.st_size <= MAX_MEMORY_BYTES else None
     except OSError:
         return None
     finally:
         os.close(fd)
+    if data is None or len(data) > MAX_MEMORY_BYTES:
+        log.warning("memory file %s is larger than a request can carry (%d bytes): left out", path, MAX_MEMORY_BYTES)
+        return None
+    return data.decode("utf-8", errors="replace")
 
 
 def _load(
