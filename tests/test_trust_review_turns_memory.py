@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from scripted_api import ScriptedModelServer
 
+from server.agent.memory import MAX_MEMORY_BYTES
+
 REPO = Path(__file__).resolve().parent.parent
 SECRETS = {"SESSION_LSP_TOKEN": "token-marker-not-for-the-model", "PGPASSWORD": "password-marker-not-for-the-model"}
 
@@ -70,25 +72,28 @@ def test_memory_linked_to_the_processs_own_environment_is_not_read(
 ADDRESS_SPACE = 4 << 30
 """The turn's address space: a process holding a memory file of `HUGE` bytes fails (MemoryError) instead of taking
 the machine's memory."""
-HUGE = 8 << 30
+HUGE = 6 << 30
 
 
 def _capped() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
 
 
-def test_a_memory_file_too_large_to_send_is_left_out(scripted_model: ScriptedModelServer, tmp_path: Path) -> None:
-    """A checkout's `CLAUDE.md` of 8 GiB (a sparse file: an archive holds it in a few bytes, `tar --sparse`) was read
-    whole at every turn: the turn ended in a MemoryError here (status 1, nothing asked), and without a cap took the
-    machine's memory. No Messages API request can carry more than 32 MB: a larger memory file is left out, the rest
-    is read."""
+@pytest.mark.parametrize("files", [1, 200])
+def test_memory_too_large_to_send_is_left_out(scripted_model: ScriptedModelServer, tmp_path: Path, files: int) -> None:
+    """A checkout's `CLAUDE.md` of 8 GiB, or 200 rule files of 30 MiB each (sparse files: an archive holds them in a
+    few bytes, `tar --sparse`), was read whole at every turn: the turn ended in a MemoryError here (status 1, nothing
+    asked), and without a cap took the machine's memory. No Messages API request can carry more than 32 MB: memory
+    past that is left out, what fits is read."""
     config = Path(os.environ["CLAUDE_CONFIG_DIR"])
     config.mkdir(parents=True, exist_ok=True)
     app = tmp_path / "app"
-    (app / ".claude").mkdir(parents=True)
-    with (app / "CLAUDE.md").open("wb") as fh:
-        fh.truncate(HUGE)
+    (app / ".claude" / "rules").mkdir(parents=True)
     (app / "CLAUDE.local.md").write_text("LOCAL-MEMORY")
+    planted = [app / "CLAUDE.md"] if files == 1 else [app / ".claude" / "rules" / f"r{i:03}.md" for i in range(files)]
+    for path in planted:
+        with path.open("wb") as fh:
+            fh.truncate(HUGE // files)
     first = len(scripted_model.requests)
     out = subprocess.run(
         [sys.executable, "-m", "server.cli", "turn", "--new", "--provider", "anthropic", "--json"]
@@ -96,9 +101,12 @@ def test_a_memory_file_too_large_to_send_is_left_out(scripted_model: ScriptedMod
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=300,
+        timeout=600,
         preexec_fn=_capped,
     )
     assert out.returncode == 0, out.stderr[-2000:]  # before: MemoryError
-    sent = json.dumps(scripted_model.requests[first:])
-    assert "LOCAL-MEMORY" in sent and "\\u0000" * 64 not in sent
+    recorded = Path(json.loads(out.stdout)["path"])
+    assert recorded.stat().st_size < 12 * MAX_MEMORY_BYTES + (1 << 20)  # twice (files, rendered), a NUL as `\u0000`
+    if files == 1:  # the file too large is left out whole, the rest is sent
+        sent = json.dumps(scripted_model.requests[first:])
+        assert "LOCAL-MEMORY" in sent and len(sent) < 1 << 20

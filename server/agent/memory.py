@@ -22,7 +22,7 @@ import os
 import re
 import stat
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from storage.paths import config_home, is_inside
@@ -45,8 +45,9 @@ _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _INLINE_CODE_RE = re.compile(r"`[^`]*`")
 _TEXT_SUFFIXES = {"", ".md", ".txt", ".markdown", ".json", ".yaml", ".yml", ".toml", ".rst"}
 MAX_MEMORY_BYTES = 32 * 1024 * 1024
-"""A memory file larger than a Messages API request may be (32 MB) is left out, not read: a checkout's sparse
-`CLAUDE.md` of gigabytes took the process's memory at every turn."""
+"""Memory past what a Messages API request may carry (32 MB, all files together) is left out, not read: a checkout's
+sparse `CLAUDE.md` of gigabytes, or hundreds of rule files just under the bound, took the process's memory at every
+turn."""
 PSEUDO_FILES = (Path("/proc"), Path("/sys"))
 """The kernel's files of processes and devices: a memory file or an import whose real path is in one is never read.
 `/proc/self/environ` is the environment of the process reading it (the provider's key, the server's token, the
@@ -94,9 +95,9 @@ def import_paths(text: str, base: Path) -> list[Path]:
     return found
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path, limit: int = MAX_MEMORY_BYTES) -> str | None:
     """The text of the memory file `path`, read at its real path: None unless that is a regular file outside the
-    kernel's pseudo files (`PSEUDO_FILES`), its name a text file's and its size at most `MAX_MEMORY_BYTES`."""
+    kernel's pseudo files (`PSEUDO_FILES`), its name a text file's and its size at most `limit` bytes."""
     real = Path(os.path.realpath(path))
     if path.suffix.lower() not in _TEXT_SUFFIXES or any(is_inside(root, real) for root in PSEUDO_FILES):
         return None
@@ -110,38 +111,49 @@ def _read(path: Path) -> str | None:
             return None
         os.set_blocking(fd, True)
         with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read(MAX_MEMORY_BYTES + 1) if st.st_size <= MAX_MEMORY_BYTES else None
+            data = fh.read(limit + 1) if st.st_size <= limit else None
     except OSError:
         return None
     finally:
         os.close(fd)
-    if data is None or len(data) > MAX_MEMORY_BYTES:
-        log.warning("memory file %s is larger than a request can carry (%d bytes): left out", path, MAX_MEMORY_BYTES)
+    if data is None or len(data) > limit:
+        log.warning("memory file %s is more than a request can still carry (%d bytes): left out", path, limit)
         return None
     return data.decode("utf-8", errors="replace")
+
+
+@dataclass
+class _Loading:
+    """What one `load_memory` has read: the real paths, and how many bytes all of them may still take (the memory
+    of a turn goes in one request: `MAX_MEMORY_BYTES` in all, however many files a checkout holds)."""
+
+    seen: set[str] = field(default_factory=set)
+    left: int = MAX_MEMORY_BYTES
 
 
 def _load(
     path: Path,
     kind: str,
-    seen: set[str],
+    loading: _Loading,
     depth: int = 0,
     parent: Path | None = None,
     inside: Path | None = None,
 ) -> list[MemoryFile]:
-    """`path` and what it imports; an import whose real path is not inside `inside` (when given) is left out."""
+    """`path` and what it imports; an import whose real path is not inside `inside` (when given) is left out, and
+    a file that would take more than what is left of the bound."""
     key = os.path.realpath(path)
-    if key in seen or depth > MAX_IMPORT_DEPTH:
+    if key in loading.seen or depth > MAX_IMPORT_DEPTH:
         return []
     if depth and inside is not None and not is_inside(inside, Path(key)):
         return []  # an external import, not approved
-    text = _read(path)
+    text = _read(path, loading.left)
     if text is None:
         return []
-    seen.add(key)
+    loading.seen.add(key)
+    loading.left -= len(text.encode("utf-8", "surrogatepass"))
     out = [MemoryFile(path, kind, text, parent)]
     for child in import_paths(text, path.parent):
-        out += _load(child, kind, seen, depth + 1, path, inside)
+        out += _load(child, kind, loading, depth + 1, path, inside)
     return out
 
 
@@ -174,7 +186,7 @@ def _folders_down_to(cwd: Path) -> list[Path]:
 
 def load_memory(cwd: str | Path, *, home: Path | None = None, managed: Path | None = None) -> list[MemoryFile]:
     """Every memory file for `cwd`, in the order the CLI puts them in the prompt."""
-    seen: set[str] = set()
+    seen = _Loading()
     out: list[MemoryFile] = []
     managed_file = managed or managed_path()
     out += _load(managed_file, "Managed", seen)
