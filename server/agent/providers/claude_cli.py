@@ -35,6 +35,25 @@ NAME = "claude-cli"
 INTERRUPT_GRACE = 5.0
 
 
+FILE_TOOLS = frozenset({"Read", "Glob", "Grep", "LS"})
+"""The CLI's reading tools that take a path: allowed only inside the working directory (`allow_args`)."""
+EDITORS = ("Edit", "Write")
+
+
+def allow_args(tools: list[str]) -> list[str]:
+    """The CLI's permission arguments for `tools`: a file tool allowed only inside the working directory
+    (`Read(./**)`: a bare `Read` allows every path of the machine, `~/.ssh` included; the CLI scopes Write by its
+    `Edit(...)` rule, so an editor not allowed is disallowed by name), Bash bare (a shell reaches anything)."""
+    rules = [f"{t}(./**)" if t in FILE_TOOLS else t for t in tools if t not in EDITORS]
+    editors = [t for t in EDITORS if t in tools]
+    if editors:
+        rules.append("Edit(./**)")
+    out = ["--allowedTools", ",".join(rules)]
+    if editors and len(editors) < len(EDITORS):
+        out += ["--disallowedTools", ",".join(t for t in EDITORS if t not in editors)]
+    return out
+
+
 def find_claude_binary(env: Mapping[str, str] | None = None) -> str | None:
     env = os.environ if env is None else env
     return env.get("SESSION_LSP_CLAUDE") or shutil.which("claude", path=env.get("PATH"))
@@ -73,7 +92,7 @@ class ClaudeCliProvider:
             *READ_ONLY,
             *(t for t in WRITERS if t.lower() in {x.lower() for x in request.tools} or "all" in request.tools),
         ]
-        cmd += ["--allowedTools", ",".join(tools)]
+        cmd += allow_args(tools)
         cmd += setting_source_args(cwd, self.env if env is None else env)
         if self.model:
             cmd += ["--model", self.model]
