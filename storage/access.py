@@ -118,6 +118,12 @@ def _hard_link(path: os.PathLike[str] | str, names: int) -> str:
     )
 
 
+def in_project_folder(root: Path, real: Path) -> bool:
+    """Whether the real path `real` is a file of a project folder (`<projects>/<folder>/<name>`), where the CLI keeps
+    its sessions: not one in the projects folder itself, nor deeper (a subagent's file, `<session>/subagents/`)."""
+    return real.parent.parent == root
+
+
 def _existing(root: Path, given: Path, access: Access) -> Path:
     real = Path(os.path.realpath(given))
     if not is_inside(root, real):
@@ -135,7 +141,7 @@ def _existing(root: Path, given: Path, access: Access) -> Path:
         raise NotATranscript(f"{given} is not a regular file")
     if real.suffix != ".jsonl":
         raise NotATranscript(f"{given} is not a .jsonl transcript")
-    if access == "write" and not (real.parent.parent == root and UUID_RE.match(real.stem)):
+    if access == "write" and not (in_project_folder(root, real) and UUID_RE.match(real.stem)):
         raise NotATranscript(f"{given} is not a session file (<project folder>/<session id>.jsonl)")
     if access == "write" and st.st_nlink > 1:
         raise Unsafe(_hard_link(given, st.st_nlink))

@@ -17,10 +17,11 @@ import uuid as uuidlib
 from pathlib import Path
 from typing import Any
 
-from storage.access import resolve_target
+from storage.access import in_project_folder, resolve_target
 from storage.chain import build_chain
-from storage.errors import ForkError, InUse
+from storage.errors import ForkError, InUse, NotATranscript
 from storage.jsonline import dump_line
+from storage.paths import real_root
 from storage.reader import read_entries
 from storage.rows import Row
 from storage.transcript import Transcript
@@ -87,6 +88,8 @@ def fork_session(
     """Fork `source` (a session file of `projects_dir`) into `<its folder>/<new id>.jsonl`; returns
     (new session id, path). Both are decided by `storage.access.resolve_target`."""
     source = resolve_target(projects_dir, path=source, access="read")
+    if not in_project_folder(real_root(projects_dir), source):  # the fork goes beside it, where the CLI finds it
+        raise NotATranscript(f"{source} is not a session file of a project folder (<project folder>/<id>.jsonl)")
     t = Transcript.load(source)
     if at_uuid is not None:
         row = t.nodes.get(at_uuid)

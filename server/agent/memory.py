@@ -17,13 +17,17 @@ cannot pull `~/.ssh/id_rsa` into what the model is sent. Managed and user memory
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
+import stat
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from storage.paths import config_home, is_inside
+
+log = logging.getLogger(__name__)
 
 MAX_IMPORT_DEPTH = 5
 HEADER = (
@@ -40,6 +44,15 @@ _IMPORT_RE = re.compile(r"(?:^|\s)@((?:[^\s\\]|\\ )+)")
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _INLINE_CODE_RE = re.compile(r"`[^`]*`")
 _TEXT_SUFFIXES = {"", ".md", ".txt", ".markdown", ".json", ".yaml", ".yml", ".toml", ".rst"}
+MAX_MEMORY_BYTES = 32 * 1024 * 1024
+"""Memory past what a Messages API request may carry (32 MB, all files together) is left out, not read: a checkout's
+sparse `CLAUDE.md` of gigabytes, or hundreds of rule files just under the bound, took the process's memory at every
+turn."""
+PSEUDO_FILES = (Path("/proc"), Path("/sys"))
+"""The kernel's files of processes and devices: a memory file or an import whose real path is in one is never read.
+`/proc/self/environ` is the environment of the process reading it (the provider's key, the server's token, the
+store's password), which a checkout's `CLAUDE.local.md` linked there put in the model's prompt and the transcript;
+the real CLI does not load it. `/proc/self/fd/N` is read at its target's real path, so never as a deleted file."""
 
 
 @dataclass(frozen=True)
@@ -82,36 +95,65 @@ def import_paths(text: str, base: Path) -> list[Path]:
     return found
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path, limit: int = MAX_MEMORY_BYTES) -> str | None:
+    """The text of the memory file `path`, read at its real path: None unless that is a regular file outside the
+    kernel's pseudo files (`PSEUDO_FILES`), its name a text file's and its size at most `limit` bytes."""
+    real = Path(os.path.realpath(path))
+    if path.suffix.lower() not in _TEXT_SUFFIXES or any(is_inside(root, real) for root in PSEUDO_FILES):
+        return None
     try:
-        if not path.is_file() or path.suffix.lower() not in _TEXT_SUFFIXES:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO swapped in cannot block
     except OSError:
         return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        os.set_blocking(fd, True)
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(limit + 1) if st.st_size <= limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if data is None or len(data) > limit:
+        log.warning("memory file %s is more than a request can still carry (%d bytes): left out", path, limit)
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+@dataclass
+class _Loading:
+    """What one `load_memory` has read: the real paths, and how many bytes all of them may still take (the memory
+    of a turn goes in one request: `MAX_MEMORY_BYTES` in all, however many files a checkout holds)."""
+
+    seen: set[str] = field(default_factory=set)
+    left: int = MAX_MEMORY_BYTES
 
 
 def _load(
     path: Path,
     kind: str,
-    seen: set[str],
+    loading: _Loading,
     depth: int = 0,
     parent: Path | None = None,
     inside: Path | None = None,
 ) -> list[MemoryFile]:
-    """`path` and what it imports; an import whose real path is not inside `inside` (when given) is left out."""
+    """`path` and what it imports; an import whose real path is not inside `inside` (when given) is left out, and
+    a file that would take more than what is left of the bound."""
     key = os.path.realpath(path)
-    if key in seen or depth > MAX_IMPORT_DEPTH:
+    if key in loading.seen or depth > MAX_IMPORT_DEPTH:
         return []
     if depth and inside is not None and not is_inside(inside, Path(key)):
         return []  # an external import, not approved
-    text = _read(path)
+    text = _read(path, loading.left)
     if text is None:
         return []
-    seen.add(key)
+    loading.seen.add(key)
+    loading.left -= len(text.encode("utf-8", "surrogatepass"))
     out = [MemoryFile(path, kind, text, parent)]
     for child in import_paths(text, path.parent):
-        out += _load(child, kind, seen, depth + 1, path, inside)
+        out += _load(child, kind, loading, depth + 1, path, inside)
     return out
 
 
@@ -144,7 +186,7 @@ def _folders_down_to(cwd: Path) -> list[Path]:
 
 def load_memory(cwd: str | Path, *, home: Path | None = None, managed: Path | None = None) -> list[MemoryFile]:
     """Every memory file for `cwd`, in the order the CLI puts them in the prompt."""
-    seen: set[str] = set()
+    seen = _Loading()
     out: list[MemoryFile] = []
     managed_file = managed or managed_path()
     out += _load(managed_file, "Managed", seen)

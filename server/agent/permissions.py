@@ -54,6 +54,16 @@ SPACE_RUN = 8
 """Spaces or tabs in a row after a line's first other character shown as a count instead: a long run could push the
 rest of the line out of sight. Indentation is shown as it is, unless longer than `INDENT_MAX`."""
 INDENT_MAX = 64
+DRAWN_BLANK = frozenset(
+    {0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x2800, 0x3164, 0xFFA0}
+    | set(range(0x180B, 0x1810))
+    | set(range(0xFE00, 0xFE10))
+    | set(range(0xE0100, 0xE01F0))
+)
+"""Characters drawn as nothing or as a blank that are neither spaces nor controls nor format characters, so no rule
+by category finds them: the invisible marks (combining grapheme joiner, Khmer inherent vowels, Mongolian and other
+variation selectors), the Hangul fillers (letters) and U+2800 BRAILLE PATTERN BLANK (a symbol). To bash they are part
+of a word, so a run of them pushed the rest of a line out of sight as a run of spaces would."""
 BLANK_LINES = 3
 """Empty (or only blank) lines in a row shown as a count instead: a run of them pushes the rest of a command below
 what the dialog shows at first, so a harmless first line could be all one reads."""
@@ -66,11 +76,11 @@ def preview(tool: str, tool_input: dict[str, Any]) -> str:
     if tool == "Bash":
         shown = visible(str(tool_input.get("command", "")))
     elif tool == "Write":
-        shown = f"write {visible(str(tool_input.get('file_path')))}:\n" + _lines("+", tool_input.get("content"))
+        shown = f"write {_path(tool_input)}:\n" + _lines("+", tool_input.get("content"))
     elif tool == "Edit":
         old, new = _lines("-", tool_input.get("old_string")), _lines("+", tool_input.get("new_string"))
         every = ", every occurrence" if replaces_all(tool_input) else ""
-        shown = f"edit {visible(str(tool_input.get('file_path')))}{every}:\n{old}{new}"
+        shown = f"edit {_path(tool_input)}{every}:\n{old}{new}"
     else:
         shown = visible(str(tool_input))
     if len(shown) <= PREVIEW_MAX:
@@ -78,6 +88,12 @@ def preview(tool: str, tool_input: dict[str, Any]) -> str:
     return f"[{len(shown):,} characters; the first {PREVIEW_MAX:,} are shown; an answer holds for all of them]\n" + (
         shown[:PREVIEW_MAX] + "\n…"
     )
+
+
+def _path(tool_input: dict[str, Any]) -> str:
+    """The file a Write or Edit changes, on one line: a newline in it is written out too, else the lines of a path
+    read as the diff's (`write notes.md:` above a line of content, the file written `.git/hooks/pre-commit`)."""
+    return visible(str(tool_input.get("file_path"))).replace("\n", written_out("\n"))
 
 
 def _lines(mark: str, text: Any) -> str:
@@ -91,8 +107,8 @@ def visible(text: str) -> str:
     line's notation, `storage.terminaltext`; a prompt's rule is stricter): control
     characters but the newline, format characters (bidirectional overrides and zero-width spaces make a command
     read as another), separators but the plain space (a no-break space is not one to the shell), private and
-    unassigned code points; long runs of spaces or tabs as `⟨N blanks⟩` (`SPACE_RUN`, `INDENT_MAX`), and of blank
-    lines as `⟨N blank lines⟩` (`BLANK_LINES`)."""
+    unassigned code points, what is drawn as a blank (`DRAWN_BLANK`); long runs of spaces or tabs as `⟨N blanks⟩`
+    (`SPACE_RUN`, `INDENT_MAX`), and of blank lines as `⟨N blank lines⟩` (`BLANK_LINES`)."""
     out: list[str] = []
     run = ""
     line_start = True
@@ -104,10 +120,16 @@ def visible(text: str) -> str:
             out.append(_blanks(run, line_start))
             run = ""
         line_start = ch == "\n"
-        out.append(ch if ch == "\n" or unicodedata.category(ch)[0] not in "CZ" else written_out(ch))
+        out.append(ch if ch == "\n" or not _hidden(ch) else written_out(ch))
     if run:
         out.append(_blanks(run, line_start))
     return _blank_lines("".join(out))
+
+
+def _hidden(ch: str) -> bool:
+    """Whether `ch` would not show, or would show as something else: a control, format, separator, private or
+    unassigned character, or one drawn as a blank (`DRAWN_BLANK`)."""
+    return unicodedata.category(ch)[0] in "CZ" or ord(ch) in DRAWN_BLANK
 
 
 def _blanks(run: str, indent: bool) -> str:

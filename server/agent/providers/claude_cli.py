@@ -18,6 +18,7 @@ from typing import Any
 from server.agent.cancel import CancelToken
 from server.agent.events import TurnEvent, TurnResult
 from server.agent.providers.base import ProviderError, StepRunner
+from server.agent.providers.cli_trust import setting_source_args
 from server.agent.request import TurnRequest
 from server.agent.tools import READ_ONLY, WRITERS
 from server.agent.tools.base import SERVER_SECRETS
@@ -32,6 +33,25 @@ from storage.transcript import Transcript
 
 NAME = "claude-cli"
 INTERRUPT_GRACE = 5.0
+
+
+FILE_TOOLS = frozenset({"Read", "Glob", "Grep", "LS"})
+"""The CLI's reading tools that take a path: allowed only inside the working directory (`allow_args`)."""
+EDITORS = ("Edit", "Write")
+
+
+def allow_args(tools: list[str]) -> list[str]:
+    """The CLI's permission arguments for `tools`: a file tool allowed only inside the working directory
+    (`Read(./**)`: a bare `Read` allows every path of the machine, `~/.ssh` included; the CLI scopes Write by its
+    `Edit(...)` rule, so an editor not allowed is disallowed by name), Bash bare (a shell reaches anything)."""
+    rules = [f"{t}(./**)" if t in FILE_TOOLS else t for t in tools if t not in EDITORS]
+    editors = [t for t in EDITORS if t in tools]
+    if editors:
+        rules.append("Edit(./**)")
+    out = ["--allowedTools", ",".join(rules)]
+    if editors and len(editors) < len(EDITORS):
+        out += ["--disallowedTools", ",".join(t for t in EDITORS if t not in editors)]
+    return out
 
 
 def find_claude_binary(env: Mapping[str, str] | None = None) -> str | None:
@@ -55,8 +75,11 @@ class ClaudeCliProvider:
         self.binary = found
         self.model = model or ""
 
-    def command(self, request: TurnRequest, session_id: str | None, cwd: str) -> tuple[list[str], str]:
-        """The argv and the session id the CLI will write to."""
+    def command(
+        self, request: TurnRequest, session_id: str | None, cwd: str, env: Mapping[str, str] | None = None
+    ) -> tuple[list[str], str]:
+        """The argv and the session id the CLI will write to (run in `cwd` with `env`, default the provider's):
+        `cwd`'s own settings only where Claude Code trusts the folder (`cli_trust`)."""
         cmd = [
             self.binary,
             "-p",
@@ -69,7 +92,8 @@ class ClaudeCliProvider:
             *READ_ONLY,
             *(t for t in WRITERS if t.lower() in {x.lower() for x in request.tools} or "all" in request.tools),
         ]
-        cmd += ["--allowedTools", ",".join(tools)]
+        cmd += allow_args(tools)
+        cmd += setting_source_args(cwd, self.env if env is None else env)
         if self.model:
             cmd += ["--model", self.model]
         if session_id is None:
@@ -99,7 +123,7 @@ class ClaudeCliProvider:
         if request.projects_dir is not None:
             env["CLAUDE_CONFIG_DIR"] = str(projects.parent)
         cwd, path, before = self._target(request, projects)
-        cmd, session_id = self.command(request, path.stem if path is not None else None, cwd)
+        cmd, session_id = self.command(request, path.stem if path is not None else None, cwd, env)
         # the real CLI registers itself; our lock keeps our other writers out until it has ended, the file's own lock
         # (which the CLI does not take, nor is held back by) also those that come by another name of its folder
         admission = (
