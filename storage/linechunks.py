@@ -21,7 +21,7 @@ import io
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 MAX_LINE_BYTES = 128 * 1024 * 1024
 """The most bytes of one line (its newline left out) that any reader keeps; a longer line is not read.
@@ -90,23 +90,16 @@ class WholeLines:
         self._grow(carry)
 
     def __iter__(self) -> Iterator[bytes | LongLine]:
-        at = self.fh.tell()
-        while True:
-            if self._held > self.limit:
-                at = self._past_holes(at)
-            block = self.fh.read(self.chunk)
-            if not block:
-                break
-            yield from self._take(block, at)
-            at += len(block)
-        self._finish()
+        return cast("Iterator[bytes | LongLine]", self._pieces(None))  # without arrays, every piece is bytes
 
     def arrays(self) -> Iterator[bytes | bytearray | LongLine]:
         """The same pieces, those read whole as bytearrays: each a new one, never changed once given. An unfinished
         line of at most a chunk and the next block are read into one array, whose end is cut off in place, so each
         byte is copied once more at most, where a piece of bytes takes two more copies of each block (cut at the
         last newline, joined to the line before). A longer unfinished line is kept as its blocks, as by iterating."""
-        readinto = getattr(self.fh, "readinto", None)
+        return self._pieces(getattr(self.fh, "readinto", None))
+
+    def _pieces(self, readinto: Callable[[memoryview], int | None] | None) -> Iterator[bytes | bytearray | LongLine]:
         at = self.fh.tell()
         while True:
             if self._held > self.limit:
