@@ -66,13 +66,7 @@ class WholeLines:
     are not kept: `rest` is then b""). `chunk` must not be over `limit`: a line that fits in one block is kept."""
 
     def __init__(
-        self,
-        fh: BinaryIO,
-        chunk: int,
-        carry: bytes = b"",
-        *,
-        keep_rest: bool = True,
-        limit: int = MAX_LINE_BYTES,
+        self, fh: BinaryIO, chunk: int, carry: bytes = b"", *, keep_rest: bool = True, limit: int = MAX_LINE_BYTES
     ) -> None:
         if chunk > limit:
             raise ValueError(f"a chunk of {chunk} bytes is over the line limit of {limit}")

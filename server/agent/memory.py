@@ -25,6 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from storage.fileopen import read_small
 from storage.paths import config_home, is_inside
 
 log = logging.getLogger(__name__)
@@ -97,29 +98,26 @@ def import_paths(text: str, base: Path) -> list[Path]:
 
 def _read(path: Path, limit: int = MAX_MEMORY_BYTES) -> str | None:
     """The text of the memory file `path`, read at its real path: None unless that is a regular file outside the
-    kernel's pseudo files (`PSEUDO_FILES`), its name a text file's and its size at most `limit` bytes."""
+    kernel's pseudo files (`PSEUDO_FILES`), its name a text file's and its size at most `limit` bytes
+    (`storage.fileopen.read_small`: a FIFO swapped in is never waited on)."""
     real = Path(os.path.realpath(path))
     if path.suffix.lower() not in _TEXT_SUFFIXES or any(is_inside(root, real) for root in PSEUDO_FILES):
         return None
-    try:
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO swapped in cannot block
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        os.set_blocking(fd, True)
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read(limit + 1) if st.st_size <= limit else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if data is None or len(data) > limit:
-        log.warning("memory file %s is more than a request can still carry (%d bytes): left out", path, limit)
+    data = read_small(real, limit, follow_links=True)
+    if data is None:
+        if _larger_than(real, limit):
+            log.warning("memory file %s is more than a request can still carry (%d bytes): left out", path, limit)
         return None
     return data.decode("utf-8", errors="replace")
+
+
+def _larger_than(path: Path, limit: int) -> bool:
+    """Whether `path` is a regular file of more than `limit` bytes (why `read_small` gave nothing, when it is)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size > limit
 
 
 @dataclass

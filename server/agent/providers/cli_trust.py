@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from storage.fileopen import read_small
 
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
 """A `.claude.json` larger than this is not read (the folder is then untrusted)."""
@@ -36,22 +37,12 @@ def global_config(env: Mapping[str, str]) -> Path | None:
 
 def _projects(path: Path) -> dict[str, Any]:
     """The `projects` table of the CLI's config file; empty when it is missing, not a regular file, too large or
-    not JSON (a FIFO planted there is never waited on)."""
+    not JSON (`storage.fileopen.read_small`: a FIFO planted there is never waited on)."""
+    raw = read_small(path, MAX_CONFIG_BYTES, follow_links=True)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+        data = json.loads(raw) if raw is not None else None
+    except (ValueError, RecursionError):
         return {}
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CONFIG_BYTES:
-            return {}
-        os.set_blocking(fd, True)
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            data = json.loads(fh.read(MAX_CONFIG_BYTES + 1))
-    except (OSError, ValueError, RecursionError):
-        return {}
-    finally:
-        os.close(fd)
     projects = data.get("projects") if isinstance(data, dict) else None
     return projects if isinstance(projects, dict) else {}
 
