@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from scripted_api import ScriptedModelServer
+from turnproc import new_session
 
-REPO = Path(__file__).resolve().parent.parent
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- not for the model"
 
 
@@ -42,17 +40,9 @@ def test_external_imports_of_a_checkout_wait_for_approval(
         project = {"hasClaudeMdExternalIncludesApproved": True}
         (config / ".claude.json").write_text(json.dumps({"projects": {str(app): project}}))
     first = len(scripted_model.requests)
-    out = subprocess.run(
-        [sys.executable, "-m", "server.cli", "turn", "--new", "--provider", "anthropic", "--json"]
-        + ["--cwd", str(app), "--projects-dir", str(config / "projects"), "hello"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
+    _, path = new_session(config / "projects", app, timeout=120)
     sent = json.dumps(scripted_model.requests[first:])
-    recorded = Path(json.loads(out.stdout)["path"]).read_text()
+    recorded = path.read_text()
     for always in ("USER-MEMORY", "USER-IMPORT", "PARENT-MEMORY", "INSIDE-IMPORT", "PROJECT-MEMORY"):
         assert always in sent and always in recorded, always
     for external in (KEY, "PARENT-NOTES"):

@@ -15,16 +15,14 @@ from __future__ import annotations
 import json
 import os
 import resource
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from scripted_api import ScriptedModelServer
+from turnproc import new_session
 
 from server.agent.memory import MAX_MEMORY_BYTES
 
-REPO = Path(__file__).resolve().parent.parent
 SECRETS = {"SESSION_LSP_TOKEN": "token-marker-not-for-the-model", "PGPASSWORD": "password-marker-not-for-the-model"}
 
 
@@ -51,18 +49,9 @@ def test_memory_linked_to_the_processs_own_environment_is_not_read(
         project = {"hasClaudeMdExternalIncludesApproved": True}
         (config / ".claude.json").write_text(json.dumps({"projects": {str(app): project}}))
     first = len(scripted_model.requests)
-    out = subprocess.run(
-        [sys.executable, "-m", "server.cli", "turn", "--new", "--provider", "anthropic", "--json"]
-        + ["--cwd", str(app), "--projects-dir", str(config / "projects"), "hello"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, **SECRETS},
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
+    _, path = new_session(config / "projects", app, timeout=120, env=SECRETS)
     sent = json.dumps(scripted_model.requests[first:])
-    recorded = Path(json.loads(out.stdout)["path"]).read_text()
+    recorded = path.read_text()
     assert "PROJECT-MEMORY" in sent and "PROJECT-NOTES" in sent and "PROJECT-MEMORY" in recorded
     for name, secret in SECRETS.items():  # before: each in both, with every other variable of the environment
         assert secret not in sent and secret not in recorded, name
@@ -95,17 +84,7 @@ def test_memory_too_large_to_send_is_left_out(scripted_model: ScriptedModelServe
         with path.open("wb") as fh:
             fh.truncate(HUGE // files)
     first = len(scripted_model.requests)
-    out = subprocess.run(
-        [sys.executable, "-m", "server.cli", "turn", "--new", "--provider", "anthropic", "--json"]
-        + ["--cwd", str(app), "--projects-dir", str(config / "projects"), "hello"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=600,
-        preexec_fn=_capped,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]  # before: MemoryError
-    recorded = Path(json.loads(out.stdout)["path"])
+    _, recorded = new_session(config / "projects", app, timeout=600, preexec_fn=_capped)  # before: MemoryError
     assert recorded.stat().st_size < 12 * MAX_MEMORY_BYTES + (1 << 20)  # twice (files, rendered), a NUL as `\u0000`
     if files == 1:  # the file too large is left out whole, the rest is sent
         sent = json.dumps(scripted_model.requests[first:])

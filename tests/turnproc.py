@@ -23,19 +23,34 @@ def cli_env(config: Path) -> dict[str, str]:
     return env
 
 
-def session_lsp(*args: str, config: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def session_lsp(
+    *args: str,
+    config: Path,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """The real command line, with `env` added to the test's environment and `preexec_fn` run in the child."""
     return subprocess.run(
         [sys.executable, "-m", "server.cli", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env=cli_env(config),
+        env={**cli_env(config), **(env or {})},
         timeout=timeout,
+        preexec_fn=preexec_fn,
     )
 
 
-def new_session(projects: Path, work: Path) -> tuple[str, Path]:
-    """A session made by one real `turn --new` (the scripted model echoes)."""
+def new_session(
+    projects: Path,
+    work: Path,
+    *,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
+) -> tuple[str, Path]:
+    """A session made by one real `turn --new` (the scripted model echoes), run as `session_lsp` runs it."""
     done = session_lsp(
         "turn",
         "--new",
@@ -48,6 +63,9 @@ def new_session(projects: Path, work: Path) -> tuple[str, Path]:
         "--json",
         "hello",
         config=projects.parent,
+        timeout=timeout,
+        env=env,
+        preexec_fn=preexec_fn,
     )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
