@@ -15,6 +15,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from scripted_api import SCRIPTED_KEY
+
 REPO = Path(__file__).resolve().parent.parent
 OPT_CLAUDE = Path("/opt/claude-cli/node_modules/@anthropic-ai/claude-code-linux-x64/claude")
 _CACHE = REPO / ".cache" / "claude-cli"
@@ -80,6 +82,21 @@ def claude_env(*, config_dir: Path, base_url: str, home: Path, extra: dict[str, 
     if extra:
         env.update(extra)
     return env
+
+
+def provider_env(claude: Path, base_url: str, home: Path, tmp: Path, **extra: str) -> dict[str, str]:
+    """The environment of a `claude-cli` provider turn (`TurnRequest.env`) against a scripted model: the real CLI at
+    `claude`, a home of its own, its scratch files in `tmp`, no telemetry, and `extra`."""
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "SESSION_LSP_CLAUDE": str(claude),
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": SCRIPTED_KEY,
+        "CLAUDE_CODE_TMPDIR": str(tmp),
+        **extra,
+        **OFFLINE_ENV,
+    }
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

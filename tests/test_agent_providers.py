@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from realcli import OFFLINE_ENV, find_claude
+from realcli import find_claude, provider_env
 from scripted_api import SCRIPTED_KEY, ScriptedModelServer, scripted_provider
 
 from server.agent.events import TurnEvent
@@ -84,15 +84,7 @@ def test_the_claude_cli_provider_runs_the_whole_turn(model: ScriptedModelServer,
     work.mkdir()
     home.mkdir()
     projects = tmp_path / "config" / "projects"
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(home),
-        "SESSION_LSP_CLAUDE": str(claude),
-        "ANTHROPIC_BASE_URL": model.base_url,
-        "ANTHROPIC_API_KEY": SCRIPTED_KEY,
-        "CLAUDE_CODE_TMPDIR": str(tmp_path / "tmp"),
-        **OFFLINE_ENV,
-    }
+    env = provider_env(claude, model.base_url, home, tmp_path / "tmp")
     events: list[TurnEvent] = []
     result = run_turn(
         TurnRequest(prompt="hello from the cli", cwd=str(work), projects_dir=projects, provider="claude-cli", env=env),

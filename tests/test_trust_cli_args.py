@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from realcli import OFFLINE_ENV, find_claude
-from scripted_api import SCRIPTED_KEY, ScriptedModelServer
+from realcli import find_claude, provider_env
+from scripted_api import ScriptedModelServer
 
 from server.agent.loop import run_turn
 from server.agent.request import TurnRequest
@@ -29,15 +29,7 @@ def test_a_prompt_starting_with_a_dash_is_the_prompt(tmp_path: Path, prompt: str
     work.mkdir()
     home.mkdir()
     with ScriptedModelServer(slow_interval=0.0) as model:
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(home),
-            "SESSION_LSP_CLAUDE": str(claude),
-            "ANTHROPIC_BASE_URL": model.base_url,
-            "ANTHROPIC_API_KEY": SCRIPTED_KEY,
-            "CLAUDE_CODE_TMPDIR": str(tmp_path / "tmp"),
-            **OFFLINE_ENV,
-        }
+        env = provider_env(claude, model.base_url, home, tmp_path / "tmp")
         request = TurnRequest(
             prompt=prompt, cwd=str(work), projects_dir=tmp_path / "config" / "projects", provider="claude-cli", env=env
         )

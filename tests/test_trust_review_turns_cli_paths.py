@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from realcli import OFFLINE_ENV
-from scripted_api import SCRIPTED_KEY, ScriptedModelServer
+from realcli import provider_env
+from scripted_api import ScriptedModelServer
 from test_trust_tool_env import tool_results
 
 from server.agent.loop import run_turn
@@ -35,15 +35,7 @@ def place(tmp_path: Path) -> dict[str, Path]:
 
 def _turn(claude: Path, model: ScriptedModelServer, place: dict[str, Path], prompt: str, *tools: str) -> list[str]:
     """One `claude-cli` turn in the working directory; the tool results it recorded."""
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(place["home"]),
-        "SESSION_LSP_CLAUDE": str(claude),
-        "ANTHROPIC_BASE_URL": model.base_url,
-        "ANTHROPIC_API_KEY": SCRIPTED_KEY,
-        "CLAUDE_CODE_TMPDIR": str(place["tmp"] / "cli-tmp"),
-        **OFFLINE_ENV,
-    }
+    env = provider_env(claude, model.base_url, place["home"], place["tmp"] / "cli-tmp")
     request = TurnRequest(
         prompt=prompt,
         cwd=str(place["work"]),

@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 
 import pytest
-from realcli import OFFLINE_ENV
-from scripted_api import SCRIPTED_KEY, ScriptedModelServer
+from realcli import provider_env
+from scripted_api import ScriptedModelServer
 
 from server.agent.loop import run_turn
 from server.agent.request import TurnRequest
@@ -50,15 +50,7 @@ def test_a_checkouts_settings_run_nothing_in_a_claude_cli_turn_until_the_folder_
         if trusted:  # what the CLI records once the person accepted its trust dialog here (or in a folder above)
             record = {"projects": {str(tmp_path): {"hasTrustDialogAccepted": True}}}
             (config / ".claude.json").write_text(json.dumps(record))
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "HOME": str(home),
-            "SESSION_LSP_CLAUDE": str(claude),
-            "ANTHROPIC_BASE_URL": users.base_url,
-            "ANTHROPIC_API_KEY": SCRIPTED_KEY,
-            "CLAUDE_CODE_TMPDIR": str(tmp_path / "tmp"),
-            **OFFLINE_ENV,
-        }
+        env = provider_env(claude, users.base_url, home, tmp_path / "tmp")
         request = TurnRequest(
             prompt="hello", cwd=str(work), projects_dir=config / "projects", provider="claude-cli", env=env
         )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from nobody import give, run_cli, shared_dir
-from realcli import OFFLINE_ENV
+from realcli import provider_env
 from scripted_api import SCRIPTED_KEY, SCRIPTED_MODEL, ScriptedModelServer, scripted_provider
 from test_agent_support import rows
 
@@ -144,17 +144,9 @@ def test_the_claude_cli_providers_bash_runs_without_the_store_password(
     work.mkdir()
     home.mkdir()
     password, token = "store-password-that-must-not-leak", "server-token-that-must-not-leak"
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(home),
-        "SESSION_LSP_CLAUDE": str(claude),
-        "ANTHROPIC_BASE_URL": scripted_model.base_url,
-        "ANTHROPIC_API_KEY": SCRIPTED_KEY,
-        "CLAUDE_CODE_TMPDIR": str(tmp_path / "tmp"),
-        "PGPASSWORD": password,
-        "SESSION_LSP_TOKEN": token,
-        **OFFLINE_ENV,
-    }
+    env = provider_env(
+        claude, scripted_model.base_url, home, tmp_path / "tmp", PGPASSWORD=password, SESSION_LSP_TOKEN=token
+    )
     request = TurnRequest(
         prompt="BASH env",
         cwd=str(work),
