@@ -218,6 +218,39 @@ class WholeLines:
         self._held = 0
 
 
+class FileSpan:
+    """Bytes `start` to `end` (None: to the end of the file) of an open descriptor, read with `pread` at a position
+    of this reader's own: two readers of one descriptor (a forked process's and its parent's, which share the
+    descriptor's offset) never move each other's place. It offers no `fileno`, so `WholeLines` neither seeks the
+    descriptor (holes are read, not skipped) nor sizes its arrays by the file."""
+
+    def __init__(self, fd: int, start: int, end: int | None = None) -> None:
+        self.fd = fd
+        self.pos = start
+        self.end = end
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, pos: int) -> int:
+        self.pos = pos
+        return pos
+
+    def _room(self, want: int) -> int:
+        return want if self.end is None else max(0, min(want, self.end - self.pos))
+
+    def read(self, size: int) -> bytes:
+        data = os.pread(self.fd, self._room(size), self.pos) if self._room(size) else b""
+        self.pos += len(data)
+        return data
+
+    def readinto(self, view: memoryview) -> int:
+        room = self._room(len(view))
+        got = os.preadv(self.fd, [view[:room]], self.pos) if room else 0
+        self.pos += got
+        return got
+
+
 def each_line(fh: BinaryIO, chunk: int) -> Iterator[bytes | LongLine]:
     """Every line of `fh` from where it stands, without its newline (the unfinished last one too), or a `LongLine`
     in place of one longer than `MAX_LINE_BYTES`: for readers that take a file line by line."""

@@ -7,17 +7,18 @@ stopped at, the line number there and any unfinished tail it carried over. A lin
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import orjson
 
 from storage.fileopen import open_regular
 from storage.jsonline import BOM, loads_line
-from storage.linechunks import OVER_LIMIT, LongLine, WholeLines
+from storage.linechunks import OVER_LIMIT, FileSpan, LongLine, WholeLines
 from storage.linkdecode import row_from_line
 from storage.rows import CHAIN_TYPES, Row, row_from_entry
 
@@ -130,11 +131,17 @@ def keyed(row: Row) -> Row:
 
 
 def read_transcript(
-    path: Path, state: ReadState | None = None, line_offsets: MutableSequence[int] | None = None
+    path: Path,
+    state: ReadState | None = None,
+    line_offsets: MutableSequence[int] | None = None,
+    *,
+    span: FileSpan | None = None,
 ) -> ReadResult:
     """Parse from `state` (default: the start) to the end of the file.
 
-    `line_offsets`, when given, gets the start offset of every line read appended to it.
+    `line_offsets`, when given, gets the start offset of every line read appended to it. `span`, when given, is
+    read instead of opening `path`: the part of the file already open that starts at `state.offset` (and ends at
+    a line's first byte, or at the end of the file).
 
     An unterminated last line stays in the returned state's tail so the next read sees it whole:
     if it parses it is also returned as `provisional` (the last of `rows`), else as `unknown_tail`.
@@ -146,7 +153,7 @@ def read_transcript(
     offsets_append = line_offsets.append if line_offsets is not None else None
     line_no = state.line
     start = state.offset - len(state.tail)
-    with open_regular(path) as fh:
+    with open_regular(path) if span is None else contextlib.nullcontext(cast(BinaryIO, span)) as fh:
         fh.seek(state.offset)
         lines = WholeLines(fh, CHUNK, state.tail)
         for buf in lines.arrays():  # whole lines only: an unfinished one is in `lines.rest` at the end

@@ -9,6 +9,7 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from server.index.splitread import read_from_start
 from storage.countcache import fingerprint
 from storage.folderstamp import RACY_NS
 from storage.paths import AGENT_FILE_RE, is_session_file
@@ -114,8 +115,10 @@ class FileState:
         line too long to keep (`reader.MAX_TAIL`) is read again only once the file changes."""
         return self.long_tail is not None and self.long_tail == (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
-    def refresh(self) -> str:
-        """Read what was appended; re-read the whole file when it was replaced or rewritten."""
+    def refresh(self, *, split: bool = False) -> str:
+        """Read what was appended; re-read the whole file when it was replaced or rewritten. With `split`, a big
+        file read from its first byte is read on two processes (`server.index.splitread`): for a command that reads
+        one file, never in the language server (whose workers are the first index's)."""
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -129,7 +132,10 @@ class FileState:
         self.inode, self.device, self.mtime_ns, self.ctime_ns = st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns
         self._drop_provisional()
         del self.line_offsets[self.read.line :]
-        result = read_transcript(self.path, self.read, self.line_offsets)
+        if split and not self.read.offset and not self.read.tail:
+            result = read_from_start(self.path, self.line_offsets)
+        else:
+            result = read_transcript(self.path, self.read, self.line_offsets)
         self.transcript.problems.extend(result.problems)
         self.notes = [n for n in self.notes if n.line < self.read.line]
         self.notes.extend(result.notes)

@@ -30,7 +30,7 @@ def file_transcript(path: Path) -> Transcript:
             state = None
         if state is None:
             state = FileState(path)
-        how = state.refresh()
+        how = state.refresh(split=True)
         if how == MISSING:
             return Transcript.load(path)  # raises as a plain load does
         if how != UNCHANGED:

@@ -1,0 +1,214 @@
+"""A big transcript's first read on two processes (`server.index.splitread`) gives exactly what one read gives: rows,
+problems, lenient-reading notes, line offsets, the unfinished tail, at random split points and chunk sizes; a child
+that dies is read around; `chain --json` of a file past the split size prints what an uncached read prints."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from array import array
+from pathlib import Path
+
+import pytest
+from conftest import age
+from rawlsp import LIVENESS
+from turnproc import ROOT, alive, children, has_read
+
+import server.index.splitread as splitread
+import storage.reader as reader
+from server.index.forked import Child, ChildFailed
+from storage.reader import ReadResult, read_transcript
+
+
+def _line(rng: random.Random, i: int) -> bytes:
+    k = rng.random()
+    text = rng.choice([b"x" * rng.randint(0, 300), "\u00e9t\u00e9 \u4e2d\u6587 \U0001f600".encode(), b"\\ud800 lone"])
+    if k < 0.45:
+        parent = b"null" if i == 0 else b'"u%d"' % rng.randrange(i)
+        return b'{"type":"user","uuid":"u%d","parentUuid":%s,"message":{"content":"%s"}}' % (i, parent, text)
+    if k < 0.55:
+        return b'{"type":"assistant","uuid":"a%d","parentUuid":"u%d","message":{"id":"m","content":[]}}' % (i, i)
+    if k < 0.65:
+        return b""
+    if k < 0.72:
+        return b'{"type":"user","uuid":"b%d","message":{"content":"bad \xff\xfe utf-8"}}' % i
+    if k < 0.8:
+        return bytes(rng.randrange(256) for _ in range(rng.randint(1, 40))).replace(b"\n", b"")
+    if k < 0.85:
+        return b"[1, 2]"
+    return b"{bad %d" % i
+
+
+def _data(rng: random.Random) -> bytes:
+    data = b"\n".join(_line(rng, i) for i in range(rng.randint(1, 80)))
+    end = rng.random()
+    if end < 0.5:
+        data += b"\n" * rng.randint(1, 3)
+    elif end < 0.7:
+        data += b'\n{"type":"user","uuid":"torn","parentUuid":null'  # torn: does not parse
+    # else: an unterminated last line that may parse (provisional)
+    return b"\xef\xbb\xbf" + data if rng.random() < 0.2 else data
+
+
+def _same(split: ReadResult, whole: ReadResult) -> None:
+    assert split.rows == whole.rows
+    assert [r.line for r in split.rows] == [r.line for r in whole.rows]
+    assert split.problems == whole.problems
+    assert split.notes == whole.notes
+    assert split.state == whole.state
+    assert split.unknown_tail == whole.unknown_tail
+    assert split.provisional == whole.provisional
+    if split.provisional is not None:
+        assert split.provisional is split.rows[-1]
+
+
+@pytest.fixture
+def forks() -> list[int]:
+    """How many times this process forks (a split read forks once)."""
+    count = [0]
+    os.register_at_fork(before=lambda: count.__setitem__(0, count[0] + 1))
+    return count
+
+
+def test_two_halves_read_as_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]) -> None:
+    monkeypatch.setattr(splitread, "SPLIT_BYTES", 1)
+    rng = random.Random(23)
+    path = tmp_path / "t.jsonl"
+    split_reads = 0
+    for _ in range(150):
+        data = _data(rng)
+        path.write_bytes(data)
+        monkeypatch.setattr(reader, "CHUNK", rng.choice([7, 64, 1 << 20]))
+        before = forks[0]
+        offsets: array[int] = array("Q")
+        got = splitread.read_from_start(path, offsets)
+        split_reads += forks[0] - before
+        whole_offsets: array[int] = array("Q")
+        _same(got, read_transcript(path, None, whole_offsets))
+        assert offsets == whole_offsets
+    assert split_reads > 100  # most files had a line starting past their middle: read on two processes
+
+
+def test_a_small_file_is_read_here(tmp_path: Path, forks: list[int]) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"type":"user","uuid":"u","parentUuid":null,"message":{"content":"hi"}}\n' * 100)
+    before = forks[0]
+    _same(splitread.read_from_start(path), read_transcript(path))
+    assert forks[0] == before
+
+
+def _die(*args: object) -> bytes:
+    os.kill(os.getpid(), signal.SIGKILL)
+    return b""
+
+
+def test_a_child_that_dies_is_read_around(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(splitread, "SPLIT_BYTES", 1)
+    monkeypatch.setattr(splitread, "_read_half", _die)  # inherited by the child, which dies at once
+    rng = random.Random(5)
+    path = tmp_path / "d.jsonl"
+    for _ in range(10):
+        path.write_bytes(_data(rng))
+        _same(splitread.read_from_start(path), read_transcript(path))
+
+
+def test_a_child_gives_its_bytes_or_fails_and_is_reaped() -> None:
+    with Child(lambda: b"x" * 3_000_000) as child:
+        assert child.result() == b"x" * 3_000_000
+
+    def raises() -> bytes:
+        raise RuntimeError("no")
+
+    with Child(raises) as child, pytest.raises(ChildFailed):
+        child.result()
+    with Child(lambda: _die()) as child, pytest.raises(ChildFailed):
+        child.result()
+
+    def sleeps() -> bytes:
+        import time
+
+        time.sleep(600)
+        return b""
+
+    with Child(sleeps) as child:
+        pid = child.pid
+        assert pid is not None
+    with pytest.raises(ChildProcessError):  # killed and reaped when left unwaited
+        os.waitpid(pid, os.WNOHANG)
+
+
+@pytest.fixture(scope="module")
+def past_split(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from bench.make_projects import make_transcript
+
+    big = make_transcript(tmp_path_factory.mktemp("split"), splitread.SPLIT_BYTES // 2**20 + 4, 3, compactions=True)
+    age(big.parent.parent)
+    return big
+
+
+def test_chain_of_a_file_past_the_split_size_prints_what_an_uncached_read_prints(
+    past_split: Path, tmp_path: Path
+) -> None:
+    big = past_split
+    folder = ["--projects-dir", str(big.parent.parent)]
+    command = [sys.executable, "-m", "server.cli", "chain", str(big), "--json", *folder]
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    split = subprocess.run(command, capture_output=True, env=env, timeout=300, check=True)
+    uncached = subprocess.run(
+        command, capture_output=True, env={**env, "SESSION_LSP_NO_CACHE": "1"}, timeout=300, check=True
+    )
+    again = subprocess.run(command, capture_output=True, env=env, timeout=300, check=True)  # the stored rows
+    assert split.stdout == uncached.stdout == again.stdout
+    assert len(split.stdout) > 100_000
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_stopping_chain_ends_its_child_even_a_stuck_one(past_split: Path, tmp_path: Path, sig: signal.Signals) -> None:
+    """`chain` waits for its child's half: stopped while the child is stuck for good, both end."""
+    folder = ["--projects-dir", str(past_split.parent.parent)]
+    for attempt in range(20):  # the child lives about 0.1 s: caught on most tries
+        # an empty cache each time: a file whose rows are stored is not read again
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / f"cache{attempt}")}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "chain", str(past_split), "--json", *folder],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        child = None
+        try:
+            while proc.poll() is None and child is None:
+                found = children(proc.pid)
+                child = min(found) if found else None
+            while child is not None and alive(child) and not has_read(child):  # past its start (ends with chain)
+                pass
+            if child is None or not alive(child):
+                proc.communicate(timeout=LIVENESS)
+                continue
+            os.kill(child, signal.SIGSTOP)
+            os.kill(proc.pid, sig)
+            try:
+                out, _ = proc.communicate(timeout=LIVENESS)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"chain still runs {LIVENESS} s after {sig.name} with its child stuck")
+            deadline = time.monotonic() + LIVENESS
+            while alive(child):
+                assert time.monotonic() < deadline, f"the child {child} outlived chain ({sig.name})"
+                time.sleep(0.05)
+            assert proc.returncode in (130, -signal.SIGINT, -signal.SIGTERM), proc.returncode
+            assert out == b""
+            print(f"{sig.name} on try {attempt + 1}: chain ended with status {proc.returncode}, its child gone")
+            return
+        finally:
+            if child is not None and alive(child):
+                os.kill(child, signal.SIGKILL)
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    pytest.fail("chain's child was never seen in 20 runs")
