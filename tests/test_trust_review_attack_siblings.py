@@ -11,12 +11,13 @@ scripted model, the second one's Bash reading every process's environment it can
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from nobody import cli_command, cli_env, give, shared_dir
+from nobody import NOBODY, cli_command, cli_env, give, shared_dir
 from rawlsp import RawServer
 from scripted_api import SCRIPTED_KEY, SCRIPTED_MODEL, ScriptedModelServer
 from test_agent_support import rows
@@ -93,3 +94,55 @@ def test_bash_cannot_read_the_credentials_from_a_guard_beside_it(shared: Path, s
         assert len(outputs) == 1 and "walked" in outputs[0], outputs  # the command ran
         for secret in (SCRIPTED_KEY, *secrets.values()):
             assert secret not in outputs[0], outputs[0]
+
+
+def _readable_environs(uid: int, skip: int, needle: bytes) -> tuple[set[int], set[int]]:
+    """(pids of `uid` but `skip` running, pids of them whose environment a process of `uid` may read holding
+    `needle`): a process not dumpable has its `/proc` files owned by root."""
+    running, leaking = set(), set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == skip:
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid and os.stat(f"/proc/{name}/status").st_uid != uid:
+                continue
+            with open(f"/proc/{name}/status") as fh:
+                if f"Uid:\t{uid}\t" not in fh.read():
+                    continue
+            running.add(int(name))
+            if os.stat(f"/proc/{name}/environ").st_uid == uid and needle in Path(f"/proc/{name}/environ").read_bytes():
+                leaking.add(int(name))
+        except OSError:
+            continue
+    return running, leaking
+
+
+def test_the_first_index_workers_keep_the_credentials_from_a_bash_run_meanwhile(shared: Path) -> None:
+    """A turn started as the editor opens runs beside the first index's workers, forked before the server was
+    concealed (it was, at its first command): they were dumpable, their environment the server's. Looked at from
+    outside while the first index of a folder of 80 MB is read: no process of the server's user but the server may
+    be read for the key (a Bash command is such a process)."""
+    from bench.make_projects import make_projects
+
+    home = shared / "home"
+    home.mkdir()
+    projects = make_projects(shared / "big", total_mb=80, seed=3)
+    give(home)
+    give(shared / "big")
+    key = "provider-key-that-must-not-leak"
+    env = cli_env(home, {"ANTHROPIC_API_KEY": key, "XDG_CACHE_HOME": str(home / ".cache")})
+    others: set[int] = set()
+    leaking: set[int] = set()
+    with RawServer(env=env, command=cli_command()) as server:
+        server.initialize(projects, watch=False)
+        listed = server.request("sessions/list", {})
+        deadline = time.monotonic() + LIVENESS
+        while listed not in server.responses:
+            assert time.monotonic() < deadline, server.stderr[-2000:]
+            running, leaked = _readable_environs(NOBODY, server.proc.pid, key.encode())
+            others |= running
+            leaking |= leaked
+            time.sleep(0.02)
+        assert "result" in server.responses[listed], server.responses[listed]
+    assert others, "no worker was seen: the first index ran in the server alone"
+    assert not leaking, f"processes {sorted(leaking)} of the server showed the key"
