@@ -100,6 +100,13 @@ def _run(argv: list[str] | None) -> int:
         from server.subreaper import contain
 
         contain()
+        # not dumpable from the start (`server/agent/tools/concealed.py`): the first index's workers, forked without
+        # a new program, stay so, and a turn's Bash started while they read (a cold start) cannot read the
+        # credentials from their `/proc/<pid>/environ` either, as it could before this process was concealed at its
+        # first command
+        from server.prctl import PR_SET_DUMPABLE, prctl
+
+        prctl(PR_SET_DUMPABLE, 0)
     try:
         return int(args.func(args) or 0)
     except SessionLspError as exc:

@@ -189,14 +189,23 @@ _MARKED_BY_US: dict[Path, str] = {}
 """Registry files this process holds, to their session id."""
 
 
+GUARD_ENVIRONMENT = ("LD_LIBRARY_PATH",)
+"""All a guard child is given of our environment: what an interpreter may need to start, nothing else."""
+
+
 def _guard_process() -> subprocess.Popen[bytes]:
-    """A child that lives exactly as long as we do (it exits when its stdin pipe closes)."""
+    """A child that lives exactly as long as we do (it exits when its stdin pipe closes).
+
+    It runs a new program, so it is dumpable again (`server/agent/tools/concealed.py`): any process of our user
+    reads its `/proc/<pid>/environ`. So it starts with none of ours (the provider's key, the store's password, the
+    server's token): before, a Bash call of a turn running beside another read them there."""
     return subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.buffer.read()"],
+        [sys.executable, "-I", "-S", "-c", "import sys; sys.stdin.buffer.read()"],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         close_fds=True,
+        env={name: os.environ[name] for name in GUARD_ENVIRONMENT if name in os.environ},
     )
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO
 
 import server
+from server.credentials import without_credentials
 from storage.cache import cache_dir
 from storage.indexdb import FILLS
 from storage.projectroots import absolute
@@ -104,6 +105,7 @@ def start(root: Path) -> Prefill | None:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             close_fds=True,
+            env=without_credentials(),  # it runs a new program, dumpable again: none of our credentials to read
         )
     except OSError as exc:
         log.warning("could not start the first index before the server loaded: %s", exc)

@@ -22,6 +22,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from server.agent.cancel import CancelToken
+from server.credentials import SECRET_NAMES as SECRET_NAMES  # the names' home: light enough for `serve`'s start
+from server.credentials import SERVER_SECRETS as SERVER_SECRETS
+from server.credentials import without_credentials
 from storage.jsonline import scrub_surrogates
 from storage.paths import is_inside
 
@@ -67,30 +70,9 @@ def shown(text: str) -> str:
     return text
 
 
-SERVER_SECRETS = frozenset({"PGPASSWORD", "SESSION_LSP_TOKEN"})
-"""This server's own secrets: its token, and the session store's password (`PGPASSWORD`, where the README says to
-keep it). No command has a use for them, nor the `claude-cli` provider's CLI and the tools it runs."""
-
-SECRET_NAMES = (
-    frozenset(
-        {
-            "ANTHROPIC_API_KEY",
-            "ANTHROPIC_AUTH_TOKEN",
-            "ANTHROPIC_BASE_URL",
-            "ANTHROPIC_CUSTOM_HEADERS",
-            "CLAUDE_CODE_OAUTH_TOKEN",
-        }
-    )
-    | SERVER_SECRETS
-)
-"""Credentials of the model provider and of this server (a gateway's address may carry `user:password@`, its
-custom headers a key): a command the model runs has no use for them, and a prompt injected through a file it
-read could send them away. What the process started with stays out of reach too (`concealed.py`)."""
-
-
 def tool_environment() -> dict[str, str]:
     """The environment of the processes tools start: the server's, less `SECRET_NAMES`."""
-    return {name: value for name, value in os.environ.items() if name not in SECRET_NAMES}
+    return without_credentials()
 
 
 @dataclass
