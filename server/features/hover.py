@@ -23,14 +23,14 @@ def _tool_names(entry: dict[str, Any]) -> list[str]:
 
 def _pair_line(view: TreeView, row: Row) -> list[str]:
     out = []
-    t = view.transcript
+    links = view.links()
     for tid in row.tool_use_ids:
-        answers = [r for r in t.nodes.values() if tid in r.tool_result_ids]
-        where = f"result on line {answers[0].line + 1}" if answers else "no result"
+        answer = links.results.get(tid)
+        where = f"result on line {answer.line + 1}" if answer else "no result"
         out.append(f"tool call {code(tid)}: {where}")
     for tid in row.tool_result_ids:
-        calls = [r for r in t.nodes.values() if tid in r.tool_use_ids]
-        where = f"call on line {calls[0].line + 1}" if calls else "its call is not in this file"
+        call = links.calls.get(tid)
+        where = f"call on line {call.line + 1}" if call else "its call is not in this file"
         out.append(f"result of {code(tid)}: {where}")
     return out
 
@@ -49,7 +49,7 @@ def _response_usage(path: Path, view: TreeView, row: Row, entry: dict[str, Any])
         f"cache read {r.cache_read_tokens:,} · {cost} (prices of {PRICES_DATE})"
     ]
     if row.message_id:
-        shared = sum(1 for other in view.transcript.rows if other.message_id == row.message_id)
+        shared = view.links().responses.get(row.message_id, 0)
         if shared > 1:
             out.append(f"one API response stored as {shared} rows: counted once")
     return out
