@@ -6,6 +6,7 @@ stdout and stderr; a field shown on one line goes through `one_line` where its l
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -110,6 +111,26 @@ def print_json_text(text: bytes) -> None:
 
     sys.stdout.buffer.write(inert_json(text) + b"\n")
     sys.stdout.flush()
+
+
+def answered() -> None:
+    """The command's answer is whole: when its output is a pipe, the pipe is let go (this process's descriptor 1 is
+    put on `os.devnull`), so whoever reads it (an editor, `jq`) has the end now while the command finishes what is
+    not part of the answer (storing what it read for the next run). A terminal or a file is left as it is."""
+    import stat
+
+    sys.stdout.flush()
+    try:
+        fd = sys.stdout.fileno()
+        if fd != 1 or not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return
+    except (OSError, ValueError, AttributeError):  # no descriptor (a caller's in-memory stream), or closed
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+    finally:
+        os.close(null)
 
 
 def fail(message: str, status: int = 2) -> NoReturn:

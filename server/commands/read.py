@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,7 @@ from server.commands.common import (
     EXAMPLE_PROJECTS,
     CommandError,
     add_projects_dir,
+    answered,
     decodable_projects,
     json_text,
     print_json,
@@ -25,6 +27,7 @@ from storage.terminaltext import one_line
 if TYPE_CHECKING:  # each command imports what it reads with (`list` never loads the resume machinery)
     from storage.resume import Resumed
     from storage.sessions import SessionInfo
+    from storage.transcript import Transcript
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -169,13 +172,15 @@ def _resolve(args: argparse.Namespace) -> Path:
     return resolve_session(root, args.session, args.cwd)
 
 
-def load_resumed(path: Path, *, bare: bool = False) -> Resumed:
+def load_resumed(path: Path, *, bare: bool = False, load: Callable[[Path], Transcript] | None = None) -> Resumed:
+    """The conversation a resume of `path` sends; `load` gives the file's link rows (default: through the index
+    database, storing what it read)."""
     from server.index.onefile import file_transcript
     from storage.errors import NotATranscript
     from storage.resume import resume
 
     try:
-        return resume(path, bare=bare, effort_statement=True, load=file_transcript)
+        return resume(path, bare=bare, effort_statement=True, load=load or file_transcript)
     except NotATranscript as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:
@@ -193,11 +198,16 @@ def cmd_chain(args: argparse.Namespace) -> int:
         path = _resolve(args)
     except SessionNotFound as exc:
         raise CommandError(str(exc)) from exc
-    resumed = load_resumed(path, bare=args.bare)
-    if args.json:
-        print_json(resumed.to_json())
-        return 0
-    print_conversation(resumed)
+    from server.index.onefile import OneFile
+
+    with OneFile() as one:
+        resumed = load_resumed(path, bare=args.bare, load=one)
+        if args.json:
+            print_json(resumed.to_json())
+        else:
+            print_conversation(resumed)
+        answered()  # whoever reads the answer has it whole now, while the rows read are stored for the next run
+        one.store()
     return 0
 
 
