@@ -154,3 +154,29 @@ def test_damaged_stored_rows_are_read_from_the_file(damage: bytes, corpus_projec
     with sqlite3.connect(next(cache.glob("index*.sqlite3"))) as db:
         assert db.execute("UPDATE rowsets SET rows = ? WHERE path = ?", (damage, str(path))).rowcount == 1
     assert chain(corpus_projects, path) == first
+
+
+def test_the_answer_is_whole_before_the_rows_are_stored(corpus_projects: Path, cache: Path) -> None:
+    """`chain` lets its output pipe go once the answer is printed and stores what it read after that: with the
+    database held by another writer (its store waits for it), the reader has the whole answer while `chain` still
+    waits to store. Before, the answer came only once the store had waited and given up (5 s)."""
+    files = sorted(corpus_projects.glob("*/*.jsonl"), key=lambda p: p.stat().st_size)
+    path = files[-1]
+    age(path)
+    chain(corpus_projects, files[0])  # the database exists
+    holder = sqlite3.connect(next(cache.glob("index*.sqlite3")), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process's write under way
+    command = [sys.executable, "-m", "server.cli", "chain", str(path), "--json", "--projects-dir", str(corpus_projects)]
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None
+        answer = proc.stdout.read()  # to the end of the output
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=1)  # still waiting to store (up to 5 s)
+        assert json.loads(answer) == chain(corpus_projects, path, no_cache=True)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        proc.wait(timeout=60)
+    assert proc.returncode == 0
+    assert str(path) in stored_paths(cache)  # stored once the database was free

@@ -9,7 +9,6 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.index.splitread import read_from_start
 from storage.countcache import fingerprint
 from storage.folderstamp import RACY_NS
 from storage.paths import AGENT_FILE_RE, is_session_file
@@ -133,6 +132,8 @@ class FileState:
         self._drop_provisional()
         del self.line_offsets[self.read.line :]
         if split and not self.read.offset and not self.read.tail:
+            from server.index.splitread import read_from_start  # only for a command reading one file: forks
+
             result = read_from_start(self.path, self.line_offsets)
         else:
             result = read_transcript(self.path, self.read, self.line_offsets)
