@@ -16,6 +16,7 @@ from typing import Any, BinaryIO, cast
 
 import orjson
 
+from storage.badlines import KEPT_PROBLEMS
 from storage.fileopen import open_regular
 from storage.jsonline import BOM, loads_line
 from storage.linechunks import OVER_LIMIT, FileSpan, LongLine, WholeLines
@@ -45,6 +46,10 @@ class LineProblem:
     """True when this is the final line, unterminated: possibly a write still in progress."""
     too_long: bool = False
     """True when the line is over `linechunks.MAX_LINE_BYTES` and was not read (`length` is its size)."""
+    more: int = 0
+    """Not 0: this stands for that many bad lines of its kind past the first `KEPT_PROBLEMS`, not kept one by one,
+    from `line` (the first of them) to `last`."""
+    last: int = -1
 
 
 def too_long_problem(line: int, long: LongLine, *, torn: bool = False) -> LineProblem:
@@ -52,6 +57,73 @@ def too_long_problem(line: int, long: LongLine, *, torn: bool = False) -> LinePr
     size = f"{long.length:,} bytes{' so far, unfinished' if torn else ''}"
     message = f"line {line + 1} is too long to read: {size}, {OVER_LIMIT}"
     return LineProblem(line, long.offset, long.length, message, torn=torn, too_long=True)
+
+
+FOLDED = "more bad lines like this, not kept one by one"
+_JSON_SPACE = b" \t\r"
+
+
+def folded(problems: list[LineProblem], more: list[LineProblem]) -> list[LineProblem]:
+    """`problems` then `more` (read after them, later lines), with at most `KEPT_PROBLEMS` of each kind kept and the
+    rest of that kind in one folded problem; neither list is changed."""
+    out: list[LineProblem] = []
+    kept = {False: 0, True: 0}
+    folds: dict[bool, LineProblem] = {}
+    for p in (*problems, *more):
+        kind = p.too_long
+        if not p.more and kept[kind] < KEPT_PROBLEMS:
+            out.append(p)
+            kept[kind] += 1
+            continue
+        fold = folds.get(kind)
+        if fold is None:
+            fold = folds[kind] = LineProblem(p.line, p.offset, 0, FOLDED, too_long=kind, more=0, last=p.line)
+            out.append(fold)
+        fold.more += p.more or 1
+        fold.last = max(fold.last, p.last if p.more else p.line)
+    return out
+
+
+class _Problems:
+    """The bad lines of one read, kept as `folded` keeps them: the first of each kind whole, the rest counted."""
+
+    __slots__ = ("out", "kept", "folds")
+
+    def __init__(self, out: list[LineProblem]) -> None:
+        self.out = out
+        self.kept = [0, 0]
+        self.folds: list[LineProblem | None] = [None, None]
+
+    def full(self) -> bool:
+        """No more lines that are not objects are kept whole: such a line is only counted."""
+        return self.kept[0] >= KEPT_PROBLEMS
+
+    def add(self, p: LineProblem) -> None:
+        kind = int(p.too_long)
+        if self.kept[kind] < KEPT_PROBLEMS:
+            self.out.append(p)
+            self.kept[kind] += 1
+        else:
+            self.count(p.line, p.offset, too_long=p.too_long)
+
+    def count(self, line: int, offset: int, *, too_long: bool = False) -> None:
+        fold = self.folds[too_long]
+        if fold is None:
+            fold = self.folds[too_long] = LineProblem(line, offset, 0, FOLDED, too_long=too_long, last=line)
+            self.out.append(fold)
+        fold.more += 1
+        fold.last = line
+
+
+def _never_an_object(buf: bytes | bytearray, pos: int, nl: int) -> bool:
+    """The line from `pos` to `nl` holds something besides JSON whitespace, and the first such byte is not `{`: no
+    reader, strict or lenient, makes an object of it."""
+    at = pos
+    while at < nl and buf[at] in _JSON_SPACE:
+        at += 1
+    if at == nl or buf[at] == 0x7B:
+        return False
+    return buf[at] not in b"\x0b\x0c" or not buf[at:nl].isspace()  # a line of only spaces is blank
 
 
 @dataclass(slots=True)
@@ -148,7 +220,7 @@ def read_transcript(
     """
     state = state or ReadState()
     result = ReadResult()
-    rows, problems = result.rows, result.problems
+    rows, problems = result.rows, _Problems(result.problems)
     loads, decode_error, make_row, fast_row = orjson.loads, orjson.JSONDecodeError, row_from_entry, row_from_line
     offsets_append = line_offsets.append if line_offsets is not None else None
     line_no = state.line
@@ -160,7 +232,7 @@ def read_transcript(
             if isinstance(buf, LongLine):  # over MAX_LINE_BYTES: its bytes were never kept
                 if offsets_append is not None:
                     offsets_append(start)
-                problems.append(too_long_problem(line_no, buf))
+                problems.add(too_long_problem(line_no, buf))
                 start += buf.length + 1
                 line_no += 1
                 continue
@@ -177,6 +249,12 @@ def read_transcript(
                 if offsets_append is not None:
                     offsets_append(start)
                 entry = None
+                if line_no and problems.full() and _never_an_object(buf, pos, nl):  # counted, not parsed
+                    problems.count(line_no, start)
+                    start += nl - pos + 1
+                    line_no += 1
+                    pos = nl + 1
+                    continue
                 if line_no:
                     row = fast_row(view[pos:nl], line_no, start)  # link fields only, no copy; None: in full
                     if row is not None and not all_utf8 and not _utf8(view[pos:nl]):
@@ -205,7 +283,7 @@ def read_transcript(
                     if isinstance(parsed, Row):
                         rows.append(parsed)
                     elif parsed is not None:
-                        problems.append(parsed)
+                        problems.add(parsed)
                 start += len(raw) + 1
                 line_no += 1
                 pos = nl + 1

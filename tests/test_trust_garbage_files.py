@@ -53,7 +53,7 @@ def _folder(tmp_path: Path, garbage: bytes) -> tuple[Path, Path, int]:
     (project / f"{GOOD}.jsonl").write_bytes(_row("u1", None, "hi") + _row("u2", "gone", "on"))
     bad = project / f"{SID}.jsonl"
     bad.write_bytes(garbage)
-    return tmp_path / "projects", bad, len(read_transcript(bad).problems)
+    return tmp_path / "projects", bad, sum(p.more or 1 for p in read_transcript(bad).problems)
 
 
 def test_random_bytes_give_a_bounded_report_that_counts_every_bad_line(tmp_path: Path) -> None:

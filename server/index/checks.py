@@ -10,7 +10,7 @@ from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.index.diagnostics import Diagnostic, Related, bounded
+from server.index.diagnostics import Diagnostic, Related, bounded, folded_diagnostic
 from server.index.filestate import FileState
 from storage.chain import build_chain, choose_leaf
 from storage.reader import NO_UUID
@@ -69,7 +69,11 @@ def _check_file(f: FileState, main: FileState | None, report: SessionReport) -> 
     out = report.diagnostics
     path = f.path
     for p in t.problems:
-        out.append(Diagnostic(path, p.line, "line-too-long" if p.too_long else "invalid-json", p.message))
+        code = "line-too-long" if p.too_long else "invalid-json"
+        if p.more:  # the bad lines of its kind past those the reader kept, already folded as `bounded` folds them
+            out.append(folded_diagnostic(path, p.line, code, p.more, p.last))
+        else:
+            out.append(Diagnostic(path, p.line, code, p.message))
     if f.torn is not None and f.torn.too_long:
         out.append(Diagnostic(path, f.torn.line, "line-too-long", f.torn.message))
     elif f.torn is not None:

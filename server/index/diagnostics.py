@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from storage.badlines import KEPT_PROBLEMS
+
 ERROR, WARNING, INFORMATION, HINT = "error", "warning", "information", "hint"
 SEVERITY_RANK = {ERROR: 1, WARNING: 2, INFORMATION: 3, HINT: 4}
 """The LSP `DiagnosticSeverity` numbers."""
@@ -77,7 +79,7 @@ class Diagnostic:
         return (str(self.path), self.line, SEVERITY_RANK[self.severity], self.code)
 
 
-MAX_OF_A_KIND = 100
+MAX_OF_A_KIND = KEPT_PROBLEMS  # the reader keeps as many bad lines of a kind per file, and folds the rest as here
 """The most diagnostics of one code given for one file: a file of random bytes (anything can land in the folder) has
 a bad line every few hundred bytes, and 20 MB of them made 82,051 diagnostics, 19 MB of JSON for the editor to take
 in one answer. Past the bound, one diagnostic at the first line left out says how many more there are, up to which
@@ -106,12 +108,14 @@ def bounded(diags: list[Diagnostic]) -> list[Diagnostic]:
     for (path, code), rest in folded.items():
         first = min(d.line for d in rest)
         last = max(d.related[0].line if d.more and d.related else d.line for d in rest)
-        more = sum(d.more or 1 for d in rest)
-        out.append(
-            Diagnostic(
-                path, first, code,
-                f"{more:,} more like this in this file, from here to line {last + 1}, not listed one by one",
-                [Related(path, last, "the last of them")], more=more,
-            )
-        )  # fmt: skip
+        out.append(folded_diagnostic(path, first, code, sum(d.more or 1 for d in rest), last))
     return sorted(out, key=Diagnostic.sort_key)
+
+
+def folded_diagnostic(path: Path, first: int, code: str, more: int, last: int) -> Diagnostic:
+    """The one diagnostic that stands for `more` of a code in a file, from line `first` to `last`."""
+    return Diagnostic(
+        path, first, code,
+        f"{more:,} more like this in this file, from here to line {last + 1}, not listed one by one",
+        [Related(path, last, "the last of them")], more=more,
+    )  # fmt: skip

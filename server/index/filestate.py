@@ -12,7 +12,7 @@ from pathlib import Path
 from storage.countcache import fingerprint
 from storage.folderstamp import RACY_NS
 from storage.paths import AGENT_FILE_RE, is_session_file
-from storage.reader import LineProblem, ReadState, read_transcript
+from storage.reader import LineProblem, ReadState, folded, read_transcript
 from storage.rows import Row
 from storage.transcript import Transcript
 
@@ -137,7 +137,7 @@ class FileState:
             result = read_from_start(self.path, self.line_offsets)
         else:
             result = read_transcript(self.path, self.read, self.line_offsets)
-        self.transcript.problems.extend(result.problems)
+        self.transcript.problems[:] = folded(self.transcript.problems, result.problems)
         self.notes = [n for n in self.notes if n.line < self.read.line]
         self.notes.extend(result.notes)
         self.transcript.add_rows(result.rows)

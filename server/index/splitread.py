@@ -23,7 +23,7 @@ import msgspec
 from server.index.forked import Child, ChildFailed, in_worker
 from storage.fileopen import open_regular
 from storage.linechunks import FileSpan
-from storage.reader import LineProblem, ReadResult, ReadState, read_transcript
+from storage.reader import LineProblem, ReadResult, ReadState, folded, read_transcript
 from storage.rows import Row
 
 log = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ def _joined(first: ReadResult, second: _Half, line_offsets: MutableSequence[int]
         else:
             line_offsets.extend(array("Q", second.line_offsets))
     first.rows.extend(second.rows)
-    first.problems.extend(second.problems)
+    first.problems = folded(first.problems, second.problems)
     first.notes.extend(second.notes)
     first.provisional = second.rows[-1] if second.provisional else None
     first.unknown_tail = second.unknown_tail
