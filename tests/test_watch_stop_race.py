@@ -104,19 +104,23 @@ from server.index.watcher import IndexWatcher
 
 idx = ProjectIndex(Path(sys.argv[1]), persist=False)
 soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+reasons = []
+w = IndexWatcher(idx, on_fallback=reasons.append)
 held = []
 try:
-    while True:  # every descriptor the process may open, but one
+    while True:  # every descriptor the process may open: the observer's inotify_init as it starts gets none
         held.append(os.open("/dev/null", os.O_RDONLY))
 except OSError:
     pass
-os.close(held.pop())
-reasons = []
-w = IndexWatcher(idx, on_fallback=reasons.append)
+try:
+    w.start(scan=False)
+except OSError:
+    pass  # polling instead needs a descriptor too (to list the folder)
 for fd in held:
     os.close(fd)
 print(soft, w.polling, file=sys.stderr)
 print(reasons[0] if reasons else "")
+w.stop()
 """
 
 

@@ -16,6 +16,7 @@ or dies, the server's own first index reads what it did not store.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -37,13 +38,14 @@ log = logging.getLogger(__name__)
 
 _CHILD = "; ".join(
     (
-        "import sys",
-        "sys.path.insert(0, sys.argv[1])",
+        "import json, sys",
+        "sys.path[:] = json.loads(sys.argv[1])",
         "from server.index.prefillchild import main",
         "sys.exit(main(sys.argv[2:]))",
     )
 )
-"""The child's program: our own package first on its path (`-I` leaves the working folder and PYTHON* out)."""
+"""The child's program: it imports from this process's path, our own package first (`-I` leaves the working folder
+and PYTHON* out, and with them a `PYTHONPATH` this process was given its packages by)."""
 
 
 @dataclass
@@ -83,6 +85,7 @@ def start(root: Path) -> Prefill | None:
             return None
         run = _RUNNING[root] = Prefill(root)
     package_root = str(Path(server.__file__).resolve().parent.parent)
+    import_path = [package_root, *(entry for entry in sys.path if entry and entry != package_root)]
     pid = str(os.getpid())
     # `-I` leaves out every PYTHON* variable: the UTF-8 mode this process runs in is passed on, so that the child
     # decodes file names as the server does (in the C locale, `PYTHONUTF8=0` makes them ASCII, `-I` UTF-8); the
@@ -96,7 +99,7 @@ def start(root: Path) -> Prefill | None:
                 f"utf8={sys.flags.utf8_mode}",
                 "-c",
                 _CHILD,
-                package_root,
+                json.dumps(import_path),
                 str(root),
                 pid,
                 _ENCODING,

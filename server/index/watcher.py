@@ -194,17 +194,17 @@ class IndexWatcher:
             with contextlib.suppress(Exception):  # it may never have started (its start hit the limit)
                 old.stop()
                 old.join(timeout=5)
+            self._note_fallback(reason)  # said first: a process out of descriptors cannot start polling either
             self._arm()
             self._observer.start()
-        self._note_fallback(reason)
         return True
 
     def start(self, scan: bool = True, progress: Callable[[int, int], None] | None = None) -> None:
         """Start observing, then (by default) scan: nothing written during the scan is missed."""
-        self._arm()
+        self._arm()  # it may have given way to a polling observer already started (the limit hit as it armed)
         try:
             with self._swap:
-                if not self._stop:
+                if not self._stop and not self._observer.is_alive():
                     self._observer.start()
         except OSError as exc:  # the native observer adds its watches as it starts
             reason = limit_reason(exc)
