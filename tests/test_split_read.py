@@ -212,3 +212,28 @@ def test_stopping_chain_ends_its_child_even_a_stuck_one(past_split: Path, tmp_pa
                 proc.kill()
                 proc.wait()
     pytest.fail("chain's child was never seen in 20 runs")
+
+
+@pytest.mark.parametrize("finished", [True, False], ids=["finished", "unfinished"])
+def test_a_line_too_long_in_the_second_half_is_named_by_its_place_in_the_file(tmp_path: Path, finished: bool) -> None:
+    """The problem of a line over `MAX_LINE_BYTES` names its line in its message: the child numbers its lines from
+    1, so the message it wrote named the wrong line (line 3 for the file's fourth) until renamed here. Sparse lines
+    (holes read as NUL bytes) make lines of 130 MiB cost nothing on disk."""
+    mib = 1 << 20
+    row = b'{"type":"user","uuid":"u%d","parentUuid":null,"message":{"content":"hi"}}\n'
+    path = tmp_path / "long.jsonl"
+    with open(path, "wb") as fh:
+        fh.write(row % 0)
+        fh.seek(fh.tell() + 132 * mib)  # a line too long that ends just past the middle
+        fh.write(b"\n" + row % 1)
+        fh.seek(fh.tell() + 129 * mib)  # one in the second half
+        fh.write(b"x\n" + row % 2 if finished else b"x")
+    with open(path, "rb") as fh:
+        assert splitread._middle(fh.fileno(), path.stat().st_size) is not None  # read on two processes
+    offsets: array[int] = array("Q")
+    got = splitread.read_from_start(path, offsets)
+    whole_offsets: array[int] = array("Q")
+    whole = read_transcript(path, None, whole_offsets)
+    assert sum(p.too_long for p in whole.problems) == (2 if finished else 1)
+    _same(got, whole)
+    assert offsets == whole_offsets

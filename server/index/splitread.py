@@ -22,8 +22,8 @@ import msgspec
 
 from server.index.forked import Child, ChildFailed, in_worker
 from storage.fileopen import open_regular
-from storage.linechunks import FileSpan
-from storage.reader import LineProblem, ReadResult, ReadState, read_transcript
+from storage.linechunks import FileSpan, LongLine
+from storage.reader import LineProblem, ReadResult, ReadState, read_transcript, too_long_problem
 from storage.rows import Row
 
 log = logging.getLogger(__name__)
@@ -112,6 +112,10 @@ def _joined(first: ReadResult, second: _Half, line_offsets: MutableSequence[int]
         row.order += base  # the file order a row is read with: its line
     for problem in (*second.problems, *second.notes, *([second.unknown_tail] if second.unknown_tail else [])):
         problem.line += base
+        if problem.too_long:  # its message names its line: named again by its place in the file
+            problem.message = too_long_problem(
+                problem.line, LongLine(problem.offset, problem.length), torn=problem.torn
+            ).message
     if line_offsets is not None:
         if isinstance(line_offsets, array):
             line_offsets.frombytes(second.line_offsets)
