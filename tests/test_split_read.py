@@ -237,3 +237,33 @@ def test_a_line_too_long_in_the_second_half_is_named_by_its_place_in_the_file(tm
     assert sum(p.too_long for p in whole.problems) == (2 if finished else 1)
     _same(got, whole)
     assert offsets == whole_offsets
+
+
+@pytest.mark.parametrize("cut", [0, 5, 40], ids=["at-a-line", "torn", "provisional"])
+def test_a_file_cut_short_of_its_middle_while_read_is_read_as_one_read_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: int
+) -> None:
+    """Truncated after its middle was found (as a rewrite does meanwhile): the first half stops short of the middle,
+    on an unfinished line. Joined to the child's (empty) half, the result had the read state at the old middle, past
+    the file's end, and lost the unfinished line (no unknown tail, the parsing one not provisional)."""
+    monkeypatch.setattr(splitread, "SPLIT_BYTES", 1)
+    path = tmp_path / "t.jsonl"
+    lines = [b'{"type":"user","uuid":"u%d","parentUuid":null,"message":{"content":"hi"}}' % i for i in range(40)]
+    data = b"\n".join(lines) + b"\n"
+    at = (len(lines[0]) + 1) * 10  # the eleventh line's first byte, well before the middle
+    middle = splitread._middle
+
+    def cut_meanwhile(fd: int, size: int) -> int | None:
+        found = middle(fd, size)
+        os.truncate(path, at + (cut if cut < 40 else len(lines[10])))
+        return found
+
+    monkeypatch.setattr(splitread, "_middle", cut_meanwhile)
+    path.write_bytes(data)
+    offsets: array[int] = array("Q")
+    got = splitread.read_from_start(path, offsets)
+    whole_offsets: array[int] = array("Q")
+    whole = read_transcript(path, None, whole_offsets)
+    assert (whole.unknown_tail is not None, whole.provisional is not None) == (cut == 5, cut == 40)
+    _same(got, whole)
+    assert offsets == whole_offsets

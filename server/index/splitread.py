@@ -61,7 +61,14 @@ def read_from_start(path: Path, line_offsets: MutableSequence[int] | None = None
         if middle is None:
             return read_transcript(path, None, line_offsets, span=FileSpan(fd, 0))
         with Child(partial(_read_half, path, fd, middle)) as child:
+            had = len(line_offsets) if line_offsets is not None else 0
             first = read_transcript(path, None, line_offsets, span=FileSpan(fd, 0, middle))
+            if first.state.offset != middle or first.state.tail:
+                # the file no longer reaches its middle with a whole line (shrunk or rewritten since it was
+                # measured): the child's half does not follow this one, so it is read here whole, as one read does
+                if line_offsets is not None:
+                    del line_offsets[had:]
+                return read_transcript(path, None, line_offsets, span=FileSpan(fd, 0))
             try:
                 second = _decode(child.result())
             except (ChildFailed, msgspec.DecodeError):
