@@ -93,3 +93,53 @@ def test_grown_views_keep_their_lookups(tmp_path: Path) -> None:
             view = view.grown(state.transcript)
             checked += _check(view)
     assert checked > 200
+
+
+@pytest.mark.parametrize("when", ["chain", "links"], ids=["while-its-chain-is-walked", "while-its-lookups-grow"])
+def test_rows_appended_while_a_view_grows_are_in_the_next_view(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """The index's thread appends rows while the server grows a view (`LspServer.view_of` builds it outside any
+    lock). `grown` counted the rows it covers only at its end: rows appended while it walked the chain or extended
+    its lookups were counted as covered but were in neither its children nor its lookups, and every later view grew
+    from past them (a tool call's hover said "no result" for good). Here the appending is done at those two places."""
+    import server.features.tree as tree
+    from bench.make_projects import make_transcript
+
+    source = make_transcript(tmp_path, 1, 11)  # about 1 MB of real-shaped rows: tool calls and their results
+    rows = Transcript.load(source).rows
+    seen: set[str] = set()
+    rows = [r for r in rows if r.uuid is None or not (r.uuid in seen or seen.add(r.uuid))]  # no repeats: grown
+    t = Transcript.from_rows(source, rows[:2])
+    view = TreeView.of(t)
+    view.links()
+    pending = iter(rows[2:])
+
+    def appended_meanwhile() -> None:
+        t.add_rows([row for _, row in zip(range(3), pending, strict=False)])
+
+    if when == "chain":
+        walk = tree.build_chain
+
+        def build_chain(transcript: Transcript) -> object:
+            appended_meanwhile()
+            return walk(transcript)
+
+        monkeypatch.setattr(tree, "build_chain", build_chain)
+    else:
+        extend = tree._Links.extended
+
+        def extended(self: object, transcript: Transcript, rows: list[Row]) -> object:
+            links = extend(self, transcript, rows)  # type: ignore[arg-type]
+            appended_meanwhile()
+            return links
+
+        monkeypatch.setattr(tree._Links, "extended", extended)
+    for row in pending:  # the index's reads, one row each (the appending meanwhile takes the next ones)
+        t.add_rows([row])
+        view = view.grown(t)
+    monkeypatch.undo()
+    view = view.grown(t)
+    assert len(view.transcript.rows) == len(rows)
+    assert _check(view) > 20
+    assert view.children == t.children()

@@ -74,8 +74,11 @@ def forks() -> list[int]:
     return count
 
 
-def test_two_halves_read_as_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]) -> None:
+@pytest.mark.parametrize("kept", [reader.KEPT_PROBLEMS, 2], ids=["bad-lines-kept", "bad-lines-folded"])
+def test_two_halves_read_as_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int], kept: int) -> None:
+    """With few bad lines kept whole, both halves fold theirs: the folds join as one read's (their last lines too)."""
     monkeypatch.setattr(splitread, "SPLIT_BYTES", 1)
+    monkeypatch.setattr(reader, "KEPT_PROBLEMS", kept)
     rng = random.Random(23)
     path = tmp_path / "t.jsonl"
     split_reads = 0
@@ -212,3 +215,91 @@ def test_stopping_chain_ends_its_child_even_a_stuck_one(past_split: Path, tmp_pa
                 proc.kill()
                 proc.wait()
     pytest.fail("chain's child was never seen in 20 runs")
+
+
+@pytest.mark.parametrize("finished", [True, False], ids=["finished", "unfinished"])
+def test_a_line_too_long_in_the_second_half_is_named_by_its_place_in_the_file(tmp_path: Path, finished: bool) -> None:
+    """The problem of a line over `MAX_LINE_BYTES` names its line in its message: the child numbers its lines from
+    1, so the message it wrote named the wrong line (line 3 for the file's fourth) until renamed here. Sparse lines
+    (holes read as NUL bytes) make lines of 130 MiB cost nothing on disk."""
+    mib = 1 << 20
+    row = b'{"type":"user","uuid":"u%d","parentUuid":null,"message":{"content":"hi"}}\n'
+    path = tmp_path / "long.jsonl"
+    with open(path, "wb") as fh:
+        fh.write(row % 0)
+        fh.seek(fh.tell() + 132 * mib)  # a line too long that ends just past the middle
+        fh.write(b"\n" + row % 1)
+        fh.seek(fh.tell() + 129 * mib)  # one in the second half
+        fh.write(b"x\n" + row % 2 if finished else b"x")
+    with open(path, "rb") as fh:
+        assert splitread._middle(fh.fileno(), path.stat().st_size) is not None  # read on two processes
+    offsets: array[int] = array("Q")
+    got = splitread.read_from_start(path, offsets)
+    whole_offsets: array[int] = array("Q")
+    whole = read_transcript(path, None, whole_offsets)
+    assert sum(p.too_long for p in whole.problems) == (2 if finished else 1)
+    _same(got, whole)
+    assert offsets == whole_offsets
+
+
+@pytest.mark.parametrize("cut", [0, 5, 40], ids=["at-a-line", "torn", "provisional"])
+def test_a_file_cut_short_of_its_middle_while_read_is_read_as_one_read_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: int
+) -> None:
+    """Truncated after its middle was found (as a rewrite does meanwhile): the first half stops short of the middle,
+    on an unfinished line. Joined to the child's (empty) half, the result had the read state at the old middle, past
+    the file's end, and lost the unfinished line (no unknown tail, the parsing one not provisional)."""
+    monkeypatch.setattr(splitread, "SPLIT_BYTES", 1)
+    path = tmp_path / "t.jsonl"
+    lines = [b'{"type":"user","uuid":"u%d","parentUuid":null,"message":{"content":"hi"}}' % i for i in range(40)]
+    data = b"\n".join(lines) + b"\n"
+    at = (len(lines[0]) + 1) * 10  # the eleventh line's first byte, well before the middle
+    middle = splitread._middle
+
+    def cut_meanwhile(fd: int, size: int) -> int | None:
+        found = middle(fd, size)
+        os.truncate(path, at + (cut if cut < 40 else len(lines[10])))
+        return found
+
+    monkeypatch.setattr(splitread, "_middle", cut_meanwhile)
+    path.write_bytes(data)
+    offsets: array[int] = array("Q")
+    got = splitread.read_from_start(path, offsets)
+    whole_offsets: array[int] = array("Q")
+    whole = read_transcript(path, None, whole_offsets)
+    assert (whole.unknown_tail is not None, whole.provisional is not None) == (cut == 5, cut == 40)
+    _same(got, whole)
+    assert offsets == whole_offsets
+
+
+def _bytes_read() -> int:
+    """What this process has read so far (`rchar` of /proc/self/io: every read and pread, cached or not)."""
+    with open("/proc/self/io") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("rchar:"))
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["whole", "halves"])
+def test_the_holes_of_a_sparse_line_are_skipped_not_read(tmp_path: Path, split: bool) -> None:
+    """A line too long to keep is only counted: its holes are skipped (`WholeLines._past_holes`), as a plain read
+    skips them. The span a split read reads offered no descriptor to skip by, so `chain` of a sparse 1 GiB line (4 KB
+    on disk) read all of it, and 9 s for one of 4 GiB where a plain read takes 0.3 s; read here, it is no more than
+    the line's first `MAX_LINE_BYTES`."""
+    gib = 1 << 30
+    row = b'{"type":"user","uuid":"u%d","parentUuid":null,"message":{"content":"hi"}}\n'
+    path = tmp_path / "sparse.jsonl"
+    with open(path, "wb") as fh:
+        fh.write(row % 0)
+        fh.seek(fh.tell() + gib + (gib // 2 if split else 0))  # when split, it ends just past the middle
+        fh.write(b"\n" + row % 1)
+        if split:
+            fh.seek(fh.tell() + gib + gib // 2 - (4 << 20))  # the child's
+            fh.write(b"\n" + row % 2)
+    with open(path, "rb") as fh:
+        assert (splitread._middle(fh.fileno(), path.stat().st_size) is not None) == split
+    before = _bytes_read()
+    offsets: array[int] = array("Q")
+    got = splitread.read_from_start(path, offsets)
+    assert _bytes_read() - before < gib // 2  # the line's first 128 MiB, not its 1.5 GiB
+    whole_offsets: array[int] = array("Q")
+    _same(got, read_transcript(path, None, whole_offsets))
+    assert offsets == whole_offsets

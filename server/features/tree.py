@@ -76,9 +76,13 @@ class TreeView:
         view._mark_seen()
         return view
 
-    def _mark_seen(self) -> None:
+    def _mark_seen(self, end: int | None = None, duplicates: int | None = None) -> None:
+        """This view covers the transcript's first `end` rows (default: all of them now), `duplicates` its repeated
+        uuids then."""
         t = self.transcript
-        self._seen, self._last, self._duplicates = len(t.rows), t.rows[-1] if t.rows else None, len(t.duplicates)
+        end = len(t.rows) if end is None else end
+        self._seen, self._last = end, t.rows[end - 1] if end else None
+        self._duplicates = len(t.duplicates) if duplicates is None else duplicates
 
     def covers(self, transcript: Transcript) -> bool:
         """Whether this view is the one `of(transcript)` would build now (nothing added or dropped since)."""
@@ -96,14 +100,21 @@ class TreeView:
         no row dropped), the children map is extended rather than rebuilt, sharing every untouched list with
         this view, which stays valid for its readers; otherwise a full build. The chain is always walked again:
         one appended row can move the leaf."""
+        # the rows it covers are counted once, first: the index's thread appends meanwhile, and what is appended
+        # after this count is for the next view (before, the rows appended while this view was built were counted
+        # as covered but left out of its children and lookups, for good). The repeated uuids are counted before the
+        # rows: a row that repeats one, appended meanwhile, is then counted as a change by the next view.
+        duplicates = len(transcript.duplicates)
+        end = len(transcript.rows)
         if transcript is not self.transcript or not self._unchanged_prefix():
             return TreeView.of(transcript)
-        if self._seen == len(transcript.rows):
+        if self._seen == end:
             return self
+        added = transcript.rows[self._seen : end]
         children = dict(self.children)
         copied: set[str] = set()
         nodes = transcript.nodes
-        for row in transcript.rows[self._seen :]:
+        for row in added:
             parent = row.parent
             if parent is None or row.uuid is None or nodes.get(row.uuid) is not row:
                 continue
@@ -114,8 +125,8 @@ class TreeView:
         chain = build_chain(transcript)
         view = TreeView(transcript, chain, set(chain.uuids), children, dict(self._depth))
         if self._links is not None:
-            view._links = self._links.extended(transcript, transcript.rows[self._seen :])
-        view._mark_seen()
+            view._links = self._links.extended(transcript, added)
+        view._mark_seen(end, duplicates)
         return view
 
     def links(self) -> _Links:

@@ -22,8 +22,8 @@ import msgspec
 
 from server.index.forked import Child, ChildFailed, in_worker
 from storage.fileopen import open_regular
-from storage.linechunks import FileSpan
-from storage.reader import LineProblem, ReadResult, ReadState, folded, read_transcript
+from storage.linechunks import FileSpan, LongLine
+from storage.reader import LineProblem, ReadResult, ReadState, folded, read_transcript, too_long_problem
 from storage.rows import Row
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,14 @@ def read_from_start(path: Path, line_offsets: MutableSequence[int] | None = None
         if middle is None:
             return read_transcript(path, None, line_offsets, span=FileSpan(fd, 0))
         with Child(partial(_read_half, path, fd, middle)) as child:
+            had = len(line_offsets) if line_offsets is not None else 0
             first = read_transcript(path, None, line_offsets, span=FileSpan(fd, 0, middle))
+            if first.state.offset != middle or first.state.tail:
+                # the file no longer reaches its middle with a whole line (shrunk or rewritten since it was
+                # measured): the child's half does not follow this one, so it is read here whole, as one read does
+                if line_offsets is not None:
+                    del line_offsets[had:]
+                return read_transcript(path, None, line_offsets, span=FileSpan(fd, 0))
             try:
                 second = _decode(child.result())
             except (ChildFailed, msgspec.DecodeError):
@@ -112,6 +119,12 @@ def _joined(first: ReadResult, second: _Half, line_offsets: MutableSequence[int]
         row.order += base  # the file order a row is read with: its line
     for problem in (*second.problems, *second.notes, *([second.unknown_tail] if second.unknown_tail else [])):
         problem.line += base
+        if problem.more:  # a fold of many: its last line too
+            problem.last += base
+        elif problem.too_long:  # its message names its line: named again by its place in the file
+            problem.message = too_long_problem(
+                problem.line, LongLine(problem.offset, problem.length), torn=problem.torn
+            ).message
     if line_offsets is not None:
         if isinstance(line_offsets, array):
             line_offsets.frombytes(second.line_offsets)
