@@ -307,8 +307,10 @@ def walk_folders(
                 except FileExistsError:
                     pass
                 inner = _open_folder(name, folder, path)
-            os.close(folder)
-            folder = inner
+            # the next folder is the one held before the last is closed: a close that raised (and released the
+            # number all the same) is not closed again by the cleanup, and `inner` is not left open
+            folder, above = inner, folder
+            os.close(above)
     except BaseException:
         os.close(folder)
         raise

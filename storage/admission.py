@@ -180,9 +180,11 @@ def admit(
             mark = LiveMark(session_id, cwd, config_dir=config_dir, version=version, entrypoint=entrypoint)
             mark.acquire()
     except BaseException as exc:
+        # each closed once, whatever the other's close did (a close that fails still releases the descriptor): the
+        # file's lock failing to close kept the named lock, and the session in use, until the process ended
         if file_fd is not None:
-            lockfds.close(file_fd)
-        lockfds.close(fd)
+            lockfds.close_quietly(file_fd)
+        lockfds.close_quietly(fd)
         if isinstance(exc, OSError) and not isinstance(exc, WriteFailed):
             raise _cannot_admit(session_id, Path(exc.filename) if exc.filename else path, exc) from exc
         raise
@@ -210,12 +212,16 @@ def lock_file(session_id: str, transcript: Path, *, shared: bool = False) -> int
         raise NotFound(f"no session file {transcript} (moved or deleted since it was found); nothing written") from exc
     except OSError as exc:  # a read-only file, an I/O error
         raise _cannot_admit(session_id, transcript, exc) from exc
+    # `held` until closed, by the body or by the cleanup, never both: a close that raised (EIO) had released the
+    # number, which another thread's file may have had by the time the cleanup closed it again
+    held: int | None = fd
     try:
         try:
             fcntl.fcntl(fd, _OFD_SETLK, _flock(kind, FILE_LOCK_AT))
         except OSError as exc:
             if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                lockfds.close(fd)  # EINVAL: no OFD locks here; the named lock alone
+                held = None
+                lockfds.close_quietly(fd)  # EINVAL: no OFD locks here; the named lock alone
                 return None
             pid = _file_holder(fd, kind)
             who = f"pid {pid}" if pid is not None else "a process that cannot be named"
@@ -230,11 +236,12 @@ def lock_file(session_id: str, transcript: Path, *, shared: bool = False) -> int
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, _OFD_SETLK, _flock(kind, FILE_LOCK_AT + 1 + pid))
         if not _flock_is_free_beside(fd):
-            lockfds.close(fd)
+            held = None
+            lockfds.close_quietly(fd)
             return None
     except BaseException:
-        with contextlib.suppress(OSError):
-            lockfds.close(fd)
+        if held is not None:
+            lockfds.close_quietly(held)
         raise
     return fd
 
@@ -275,7 +282,7 @@ def _flock_is_free_beside(fd: int) -> bool:
     except OSError:
         return False
     finally:
-        lockfds.close(probe)  # with the flock, if it was taken
+        lockfds.close_quietly(probe)  # with the flock, if it was taken; read-only, nothing to lose
 
 
 def _open_lock(config_dir: Path, path: Path) -> int:

@@ -12,13 +12,25 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
 from storage.access import DecidedPath, open_decided
 from storage.confined import LeadsOut, NotARegularFile, open_inside, root_of
 
-__all__ = ["LeadsOut", "NotARegularFile", "file_kind", "open_regular", "read_sidecar", "read_small", "why_not_regular"]
+__all__ = [
+    "LeadsOut",
+    "NotARegularFile",
+    "file_kind",
+    "open_regular",
+    "opened_path",
+    "read_sidecar",
+    "read_small",
+    "read_small_opened",
+    "why_not_regular",
+]
 
 
 def file_kind(mode: int) -> str:
@@ -84,6 +96,52 @@ def read_small(path: Path | str, limit: int, *, follow_links: bool = False) -> b
     finally:
         os.close(fd)
     return data if len(data) <= limit else None
+
+
+def read_small_opened(path: Path | str, limit: int, accept: Callable[[Path], bool]) -> tuple[Path, bytes] | None:
+    """The real path and the bytes of the file `path` leads to (every link followed), decided on what was opened, not
+    on a look at the path before: it is opened first (never blocking, never taking a terminal), then its real path is
+    read from the descriptor (`opened_path`) and must be accepted by `accept`, and the descriptor must be a regular
+    file of at most `limit` bytes; else None, and nothing is read. So a folder on the way swapped for a link (into
+    `/proc`, out of a checkout) between a check and the open is judged where it led."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        real = opened_path(fd, st)
+        if real is None or not accept(real):
+            return None
+        data = os.read(fd, limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return (real, data) if len(data) <= limit else None
+
+
+def opened_path(fd: int, st: os.stat_result | None = None) -> Path | None:
+    """The real path of the file open as `fd` (`st`: its `fstat`), as the kernel names it (Linux
+    `/proc/self/fd/N`, macOS `F_GETPATH`), if that path names the same file now; None for a file that has no such
+    name (deleted, a memfd or pipe reached through a `/proc/<pid>/fd` link, another process's root) or where the
+    system cannot tell."""
+    st = st or os.fstat(fd)
+    try:
+        if sys.platform == "darwin":
+            import fcntl
+
+            text = fcntl.fcntl(fd, fcntl.F_GETPATH, b"\0" * 1024).rstrip(b"\0").decode(errors="surrogateescape")
+        else:
+            text = os.readlink(f"/proc/self/fd/{fd}")
+        now = os.stat(text) if text.startswith("/") else None
+    except OSError:
+        return None
+    if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        return None
+    return Path(text)
 
 
 def read_sidecar(path: Path | str, limit: int = SIDECAR_BYTES) -> bytes | None:

@@ -16,10 +16,12 @@ hook, and needs none: these descriptors are close-on-exec.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Callable
 
+log = logging.getLogger(__name__)
 _LOCK = threading.Lock()
 _OPEN: set[int] = set()
 
@@ -33,10 +35,21 @@ def open_locked(opener: Callable[[], int]) -> int:
 
 
 def close(fd: int) -> None:
-    """Close a descriptor `open_locked` gave (its locks go with the last descriptor of its description)."""
+    """Close a descriptor `open_locked` gave (its locks go with the last descriptor of its description). Raised or
+    not, the descriptor is gone: Linux releases its number before the file system's flush can fail (EIO from NFS or
+    FUSE), and another thread may be given that number at once, so a failed close is never tried again."""
     with _LOCK:
         _OPEN.discard(fd)
         os.close(fd)
+
+
+def close_quietly(fd: int) -> None:
+    """`close` for a cleanup, which has an error of its own to raise, or nothing written through `fd` to lose: a
+    failure is logged, not raised, and the descriptor is gone all the same (`close`)."""
+    try:
+        close(fd)
+    except OSError as exc:
+        log.warning("closing a lock's descriptor failed (%s); it is closed all the same", exc)
 
 
 def _in_child() -> None:

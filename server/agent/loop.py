@@ -10,6 +10,7 @@ worker thread and cancels it through a CancelToken (or a threading.Event).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from server.agent.cancel import CancelToken, TurnCancelled, as_token
 from server.agent.context import TurnContext
 from server.agent.cost import cost_state
 from server.agent.events import TurnEvent, TurnResult
-from server.agent.permissions import Ask, PermissionAsk, SessionGrants
+from server.agent.permissions import Ask, GrantScope, PermissionAsk, SessionGrants
 from server.agent.providers.base import ModelProvider, ModelRequest, StepModel
 from server.agent.providers.choose import make_provider
 from server.agent.request import TurnRequest
@@ -46,11 +47,13 @@ def run_turn(
     provider: ModelProvider | None = None,
     ask: Ask | None = None,
     grants: SessionGrants | None = None,
+    grant_key: str | None = None,
 ) -> TurnResult:
     """Run one turn. Raises ProviderError (no key, bad key, overloaded after retries, network),
     SessionNotFound, or ValueError for a bad request; the prompt stays recorded in those cases.
-    With `ask`, every tool is offered and a writer not allowed in `request.tools` (nor granted for
-    the session in `grants`) runs only if `ask` allows it (`server.agent.permissions`)."""
+    With `ask`, every tool is offered and a writer not allowed in `request.tools` (nor granted in
+    `grants` for this session's file, or `grant_key` when given (a store's session), in this working
+    directory) runs only if `ask` allows it (`server.agent.permissions`)."""
     emit = on_event or (lambda _e: None)
     token = as_token(cancel)
     stop_watch = _watch_event(cancel, token)
@@ -60,7 +63,7 @@ def run_turn(
         )
         return chosen.run_turn(
             request,
-            steps=lambda model: _run_steps(request, model, emit, token, ask, grants),
+            steps=lambda model: _run_steps(request, model, emit, token, ask, grants, grant_key),
             on_event=emit,
             cancel=token,
         )
@@ -75,6 +78,7 @@ def _run_steps(
     token: CancelToken,
     ask: Ask | None,
     grants: SessionGrants | None,
+    grant_key: str | None = None,
 ) -> TurnResult:
     """The turn as a sequence of Messages-API steps answered by `model`, recorded here."""
     allowed = make_tools(request.tools)
@@ -87,7 +91,9 @@ def _run_steps(
         restored = last_model(session.recorder.path) or CLI_DEFAULT_MODEL
         if restored != model.model:
             model = model.with_model(restored)
-    permits = _Permits(ask, grants or SessionGrants(), gated)
+    # what the person approves is this session, as its real file (or the store's key) names it, in this folder
+    scope = GrantScope(grant_key or os.path.realpath(session.recorder.path), os.path.realpath(session.cwd))
+    permits = _Permits(ask, grants or SessionGrants(), gated, scope)
     return _Turn(request, session, model, tools, emit, token, permits).run()
 
 
@@ -113,6 +119,8 @@ class _Permits:
     grants: SessionGrants
     gated: frozenset[str]
     """Tools offered that need the person's yes first."""
+    scope: GrantScope
+    """What an "allow for the session" answer is remembered for (and looked up by)."""
 
 
 class _Turn:
@@ -244,7 +252,7 @@ class _Turn:
         p = self.permits
         sid = self.rec.session_id
         for n, call in enumerate(calls):
-            if call.name not in p.gated or p.grants.allowed(sid, call.name) or p.ask is None:
+            if call.name not in p.gated or p.grants.allowed(p.scope, call.name) or p.ask is None:
                 continue
             try:
                 decision = p.ask(PermissionAsk(sid, call.name, call.id, call.input, str(self.session.cwd)))
@@ -253,7 +261,7 @@ class _Turn:
                 decision = "deny"
             self.emit(TurnEvent("permission", {"id": call.id, "name": call.name, "decision": decision}))
             if decision == "allowSession":
-                p.grants.grant(sid, call.name)
+                p.grants.grant(p.scope, call.name)
             elif decision != "allow":
                 self.denied = True
                 return calls[:n]

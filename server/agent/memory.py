@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage.fileopen import read_small
+from storage.fileopen import read_small_opened
 from storage.paths import config_home, is_inside
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,9 @@ PSEUDO_FILES = (Path("/proc"), Path("/sys"))
 """The kernel's files of processes and devices: a memory file or an import whose real path is in one is never read.
 `/proc/self/environ` is the environment of the process reading it (the provider's key, the server's token, the
 store's password), which a checkout's `CLAUDE.local.md` linked there put in the model's prompt and the transcript;
-the real CLI does not load it. `/proc/self/fd/N` is read at its target's real path, so never as a deleted file."""
+the real CLI does not load it. Decided on the real path of the file opened (`storage.fileopen.read_small_opened`), not
+of the path looked at before: a folder on the way swapped for a link into one meanwhile is refused too, and a file
+reached through `/proc/<pid>/fd/N` is read only when its real path still names it (never a deleted file or a memfd)."""
 
 
 @dataclass(frozen=True)
@@ -96,19 +98,26 @@ def import_paths(text: str, base: Path) -> list[Path]:
     return found
 
 
-def _read(path: Path, limit: int = MAX_MEMORY_BYTES) -> str | None:
-    """The text of the memory file `path`, read at its real path: None unless that is a regular file outside the
-    kernel's pseudo files (`PSEUDO_FILES`), its name a text file's and its size at most `limit` bytes
-    (`storage.fileopen.read_small`: a FIFO swapped in is never waited on)."""
-    real = Path(os.path.realpath(path))
-    if path.suffix.lower() not in _TEXT_SUFFIXES or any(is_inside(root, real) for root in PSEUDO_FILES):
+def _read(path: Path, limit: int = MAX_MEMORY_BYTES, inside: Path | None = None) -> tuple[Path, str] | None:
+    """The real path and the text of the memory file `path`: None unless its name is a text file's and what was
+    opened (`storage.fileopen.read_small_opened`: links followed, the decision made on the descriptor, a FIFO swapped
+    in never waited on) is a regular file of at most `limit` bytes whose real path is outside the kernel's pseudo
+    files (`PSEUDO_FILES`) and, with `inside`, inside that folder."""
+    if path.suffix.lower() not in _TEXT_SUFFIXES:
         return None
-    data = read_small(real, limit, follow_links=True)
-    if data is None:
-        if _larger_than(real, limit):
+
+    def allowed(real: Path) -> bool:
+        if any(is_inside(root, real) for root in PSEUDO_FILES):
+            return False
+        return inside is None or is_inside(inside, real)
+
+    got = read_small_opened(path, limit, allowed)
+    if got is None:
+        if _larger_than(path, limit):
             log.warning("memory file %s is more than a request can still carry (%d bytes): left out", path, limit)
         return None
-    return data.decode("utf-8", errors="replace")
+    real, data = got
+    return real, data.decode("utf-8", errors="replace")
 
 
 def _larger_than(path: Path, limit: int) -> bool:
@@ -139,15 +148,18 @@ def _load(
 ) -> list[MemoryFile]:
     """`path` and what it imports; an import whose real path is not inside `inside` (when given) is left out, and
     a file that would take more than what is left of the bound."""
-    key = os.path.realpath(path)
-    if key in loading.seen or depth > MAX_IMPORT_DEPTH:
+    if depth > MAX_IMPORT_DEPTH:
         return []
-    if depth and inside is not None and not is_inside(inside, Path(key)):
-        return []  # an external import, not approved
-    text = _read(path, loading.left)
-    if text is None:
+    # decided on the file opened, by its real path (no look at the path before: a folder on the way swapped for a link
+    # meanwhile would mislead it, and made `os.path.realpath` raise): an import out of `inside` is external, not
+    # approved
+    got = _read(path, loading.left, inside if depth else None)
+    if got is None:
         return []
-    loading.seen.add(key)
+    real, text = got
+    if str(real) in loading.seen:
+        return []
+    loading.seen.add(str(real))
     loading.left -= len(text.encode("utf-8", "surrogatepass"))
     out = [MemoryFile(path, kind, text, parent)]
     for child in import_paths(text, path.parent):
@@ -160,9 +172,9 @@ def external_imports_approved(cwd: Path) -> bool:
     (`$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`), `projects[cwd]`."""
     folder = os.environ.get("CLAUDE_CONFIG_DIR")
     path = Path(folder) / ".claude.json" if folder else Path(os.path.expanduser("~")) / ".claude.json"
-    text = _read(path)
+    got = _read(path)
     try:
-        data = json.loads(text) if text else None
+        data = json.loads(got[1]) if got else None
     except ValueError:
         return False
     projects = data.get("projects") if isinstance(data, dict) else None

@@ -3,9 +3,9 @@
 The turn offers every tool when it has someone to ask. Before a response's calls run, each call of
 a tool not yet allowed is put to `ask` (the language server sends `sessions/permission` to the
 editor); the answer is `allow` (this call), `allowSession` (this tool for the rest of the session,
-remembered by the caller's `SessionGrants`) or `deny`. No answer in time is a denial. A denial
-ends the turn the way the CLI records a "No" at its prompt: the calls allowed before it run, the
-denied call and those after it get the CLI's rejected result, then
+remembered by the caller's `SessionGrants` for that session's file in that working directory) or `deny`. No answer
+in time is a denial. A denial ends the turn the way the CLI records a "No" at its prompt: the calls allowed before
+it run, the denied call and those after it get the CLI's rejected result, then
 `[Request interrupted by user for tool use]`, so the real CLI resumes the file.
 """
 
@@ -153,20 +153,32 @@ def _blank_lines(text: str) -> str:
     return "\n".join(out) + end
 
 
+@dataclass(frozen=True)
+class GrantScope:
+    """What an "allow for the session" answer was given for: the session as the person knew it (`session`: the real
+    path of its transcript, or a session store's key for a store's session) run in its working directory (`cwd`: the
+    real path of the turn's root). A session id names neither: a turn may resume a session in another `cwd` (an
+    untrusted checkout), and a file of the same id may be in another project folder."""
+
+    session: str
+    cwd: str
+
+
 @dataclass
 class SessionGrants:
-    """Tools allowed for the rest of a session, by session id (kept by the server across turns)."""
+    """Tools allowed for the rest of a session, by `GrantScope` (kept by the server across turns): a grant holds only
+    for the same session file (or store session) in the same working directory."""
 
-    by_session: dict[str, set[str]] = field(default_factory=dict)
+    by_scope: dict[GrantScope, set[str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def allowed(self, session_id: str, tool: str) -> bool:
+    def allowed(self, scope: GrantScope, tool: str) -> bool:
         with self._lock:
-            return tool in self.by_session.get(session_id, set())
+            return tool in self.by_scope.get(scope, set())
 
-    def grant(self, session_id: str, tool: str) -> None:
+    def grant(self, scope: GrantScope, tool: str) -> None:
         with self._lock:
-            self.by_session.setdefault(session_id, set()).add(tool)
+            self.by_scope.setdefault(scope, set()).add(tool)
 
 
 def parse_decision(answer: Any) -> Decision:

@@ -1034,7 +1034,9 @@ def _store_turn(target: tuple[StoreFeed, str, str], request: Any, options: dict[
 
     feed, project_key, session_id = target
     store = PostgresSessionStore(feed.source.url, schema=feed.source.schema, max_size=2)
-    return run_store_turn(store, project_key, session_id, request, **options).to_json()
+    # a grant is for this store's session (its local copy's path is the same for every store holding that key)
+    key = "\x00".join(("store", feed.source.url, feed.source.schema, project_key, session_id))
+    return run_store_turn(store, project_key, session_id, request, **options, grant_key=key).to_json()
 
 
 def store_document(ls: SessionServer, params: Any) -> dict[str, Any]:

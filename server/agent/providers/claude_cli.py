@@ -76,10 +76,11 @@ class ClaudeCliProvider:
         self.model = model or ""
 
     def command(
-        self, request: TurnRequest, session_id: str | None, cwd: str, env: Mapping[str, str] | None = None
+        self, request: TurnRequest, resume: Path | None, cwd: str, env: Mapping[str, str] | None = None
     ) -> tuple[list[str], str]:
         """The argv and the session id the CLI will write to (run in `cwd` with `env`, default the provider's):
-        `cwd`'s own settings only where Claude Code trusts the folder (`cli_trust`)."""
+        `cwd`'s own settings only where Claude Code trusts the folder (`cli_trust`). `resume`: the decided file of the
+        session to resume (or fork), passed by its path, never by id (`resume_args`); None for a new session."""
         cmd = [
             self.binary,
             "-p",
@@ -96,13 +97,12 @@ class ClaudeCliProvider:
         cmd += setting_source_args(cwd, self.env if env is None else env)
         if self.model:
             cmd += ["--model", self.model]
-        if session_id is None:
+        if resume is None:
             session_id = str(uuidlib.uuid4())
             cmd += ["--session-id", session_id]
         else:
-            cmd += ["--resume", session_id]
-            if request.mode == "fork":
-                cmd.append("--fork-session")
+            session_id = resume.stem
+            cmd += resume_args(resume, fork=request.mode == "fork")
         # the prompt last, after `--`: a prompt starting with `-` is the prompt, never an option of the CLI
         cmd += ["--", request.prompt]
         return cmd, session_id
@@ -123,7 +123,7 @@ class ClaudeCliProvider:
         if request.projects_dir is not None:
             env["CLAUDE_CONFIG_DIR"] = str(projects.parent)
         cwd, path, before = self._target(request, projects)
-        cmd, session_id = self.command(request, path.stem if path is not None else None, cwd, env)
+        cmd, session_id = self.command(request, path, cwd, env)
         # the real CLI registers itself; our lock keeps our other writers out until it has ended, the file's own lock
         # (which the CLI does not take, nor is held back by) also those that come by another name of its folder
         admission = (
@@ -132,7 +132,8 @@ class ClaudeCliProvider:
             else None
         )
         try:
-            return self._run(cmd, cwd, env, projects, session_id, before, on_event, cancel)
+            written = path if path is not None and request.mode != "fork" else None
+            return self._run(cmd, cwd, env, projects, session_id, before, on_event, cancel, written)
         finally:
             if admission is not None:
                 admission.release()
@@ -147,7 +148,10 @@ class ClaudeCliProvider:
         before: set[str],
         on_event: Callable[[TurnEvent], None],
         cancel: CancelToken,
+        resumed: Path | None = None,
     ) -> TurnResult:
+        """Run the CLI and relay its stream; `resumed`: the file it appends to (a resume), else it writes a new session
+        in `cwd`'s project folder (a new session, a fork)."""
         run = Supervised(cmd, cwd=cwd, env=env, text=True, encoding="utf-8", errors="replace")
         proc = run.proc  # the supervisor: the CLI and all it starts end with this process, however it ends
         unregister = cancel.on_cancel(lambda: _interrupt(proc))
@@ -172,7 +176,7 @@ class ClaudeCliProvider:
             unregister()
             reader.join(timeout=5)
         result.session_id = final.get("session_id") or result.session_id
-        path = projects / project_folder_name(resolve_cwd(cwd)) / f"{result.session_id}.jsonl"
+        path = resumed or projects / project_folder_name(resolve_cwd(cwd)) / f"{result.session_id}.jsonl"
         result.path = str(path)
         if cancel.cancelled:
             result.cancelled = True
@@ -206,8 +210,18 @@ class ClaudeCliProvider:
         return str(sandbox_root(request.cwd, recorded, config=projects.parent)), path, set(_uuids(path))
 
 
+def resume_args(path: Path, *, fork: bool) -> list[str]:
+    """The CLI's arguments to resume (or `fork`) the session file `path`, as decided and admitted: by its path. By id
+    the CLI 2.1.328 resumes, and appends to, the `<id>.jsonl` of the project folder of the cwd it runs in, else of
+    another folder holding one: a file of the same id in another project folder (a copy, a file moved in, a
+    session resumed with another `cwd`), never admitted nor locked, while the admitted file was left as it was.
+    Given a path, it appends to that file from whatever folder it runs in (a fork goes to a new session of `cwd`'s
+    project folder, as by id)."""
+    return ["--resume", str(path), *(["--fork-session"] if fork else [])]
+
+
 def _recorded_cwd(path: Path) -> str | None:
-    """The `cwd` the session's rows carry (the CLI resumes by id only from that folder). A line over
+    """The `cwd` the session's rows carry (where its turn runs when the request names no `cwd`). A line over
     `linechunks.MAX_LINE_BYTES` is passed over unread (a file iterated by lines held a line of any length)."""
     with open_regular(path) as fh:
         for line in each_line(fh, 1 << 20):

@@ -163,8 +163,8 @@ class ToolContext:
                             f"{folder}: {name} on the way is a symbolic link or not a folder; access denied"
                         ) from None
                     raise
-                os.close(fd)
-                fd = below
+                fd, above = below, fd  # held before closed: a close that raised is never closed again
+                os.close(above)
         finally:
             os.close(fd)
 
