@@ -24,6 +24,7 @@ from storage.jsonline import dump_line
 from storage.paths import real_root
 from storage.reader import read_entries
 from storage.rows import Row
+from storage.storeorigin import from_store, mark_from_store
 from storage.transcript import Transcript
 from storage.writequeue import append_lines
 
@@ -84,9 +85,11 @@ def fork_session(
     title: str | None = None,
     session_id: str | None = None,
     fsync: bool = False,
+    keep_origin: bool = True,
 ) -> tuple[str, Path]:
     """Fork `source` (a session file of `projects_dir`) into `<its folder>/<new id>.jsonl`; returns
-    (new session id, path). Both are decided by `storage.access.resolve_target`."""
+    (new session id, path). Both are decided by `storage.access.resolve_target`. The fork of a session written
+    from a store is marked so too (`storage.storeorigin`; `keep_origin=False` for a scratch folder of our own)."""
     source = resolve_target(projects_dir, path=source, access="read")
     if not in_project_folder(real_root(projects_dir), source):  # the fork goes beside it, where the CLI finds it
         raise NotATranscript(f"{source} is not a session file of a project folder (<project folder>/<id>.jsonl)")
@@ -117,5 +120,7 @@ def fork_session(
     if title is not None:
         tail.append({"type": "custom-title", "customTitle": title, "sessionId": new_sid})
     data = b"".join(dump_line(e) for e in entries + tail)
+    if keep_origin and from_store(Path(projects_dir).parent, source.stem):
+        mark_from_store(Path(projects_dir).parent, new_sid)
     append_lines(target, data, fsync=fsync)
     return new_sid, target

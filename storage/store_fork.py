@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from storage.fork import fork_session
 from storage.store_materialize import load_session, write_files, write_session
+from storage.storeorigin import mark_from_store
 
 ForkTarget = Literal["store", "local"]
 
@@ -38,7 +39,7 @@ def fork_lines(session: Any, *, at_uuid: str | None, title: str | None) -> tuple
     with tempfile.TemporaryDirectory(prefix="slsp-fork-") as tmp:
         root = Path(tmp)
         source = write_session(root, session, scratch=True)
-        new_sid, path = fork_session(source, root, at_uuid=at_uuid, title=title)
+        new_sid, path = fork_session(source, root, at_uuid=at_uuid, title=title, keep_origin=False)
         return new_sid, path.read_bytes()
 
 
@@ -64,5 +65,6 @@ async def fork_store_session(
     if projects_dir is None:
         raise ValueError("a local fork needs the projects folder")
     target = Path(projects_dir) / project_key / f"{new_sid}.jsonl"
+    mark_from_store(Path(projects_dir).parent, new_sid)  # its recorded cwd is the store's (`storage.storeorigin`)
     write_files(Path(projects_dir), {target: data})
     return StoreFork(new_sid, project_key, into, str(target), len(rows))

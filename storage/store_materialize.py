@@ -24,6 +24,7 @@ from typing import Any
 from storage.access import open_decided_folder, resolve_target
 from storage.errors import InUse, InvalidArgument, NotFound, OutsideProjects, Unsafe
 from storage.paths import UUID_RE, real_root, stays_inside
+from storage.storeorigin import mark_from_store
 from storage.wholefile import put_whole, temp_name
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -159,6 +160,8 @@ def write_session(projects_dir: Path, session: StoreSession, *, scratch: bool = 
     if not scratch and not UUID_RE.match(session.session_id):
         raise InvalidArgument(f"the store's session id {session.session_id!r} is not a session id; not written")
     files = {Path(projects_dir) / rel: data for rel, data in session_files(session).items()}
+    if not scratch:  # its recorded cwd is the store's data (`storage.storeorigin`), marked before a byte is written
+        mark_from_store(Path(projects_dir).parent, session.session_id)
     if scratch:
         _write_scratch(projects_dir, files)
         return Path(projects_dir) / session.project_key / f"{session.session_id}.jsonl"

@@ -24,6 +24,7 @@ from storage.paths import (
 )
 from storage.recorder import SessionRecorder
 from storage.sessions import read_session_info
+from storage.storeorigin import from_store
 
 
 @dataclass
@@ -67,6 +68,17 @@ def sandbox_root(cwd: str | None, recorded: str, *, config: Path | None = None) 
     return root  # a resumed session's recorded folder may be gone: its tools then find nothing
 
 
+def not_from_store(projects: Path, path: Path) -> None:
+    """Refuse to root a turn at the recorded cwd of a session written from a session store
+    (`storage.storeorigin`): whoever can write to the store wrote that cwd."""
+    if from_store(projects.parent, path.stem):
+        raise Unsafe(
+            f"session {path.stem} was written from a session store, and the working directory it records was "
+            "written by whoever can write to the store; it is never the root of a turn's tools: pass cwd, "
+            "a folder of yours"
+        )
+
+
 def open_session(request: TurnRequest, *, fsync: bool = False) -> OpenSession:
     projects = Path(request.projects_dir or default_projects_dir()).expanduser()
     cwd = request.cwd
@@ -87,6 +99,8 @@ def open_session(request: TurnRequest, *, fsync: bool = False) -> OpenSession:
         raise InvalidArgument(f"mode {mode} needs a session id, path or title")
     else:
         path = find_session(projects, request.session, cwd)
+    if cwd is None:
+        not_from_store(projects, path)
     forked_from = None
     if mode == "fork":
         recorded = read_session_info(path, with_subagents=False, count=False).cwd or "."

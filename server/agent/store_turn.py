@@ -8,6 +8,11 @@ transaction, idempotent by `uuid`, so running the push again after a failure dup
 A turn that fails after recording its prompt still sends what it recorded, so the store and the
 copy stay equal; a push that fails leaves the turn in the local copy and says how to send it.
 
+The turn's tools are rooted at the person's own `cwd` (`TurnRequest.cwd`), never at the cwd the store's rows
+record: those rows are written by whoever can insert into the shared database, and a recorded `~/.ssh` made the
+always-on Read tool read a private key there and append it to the store (`tests/test_trust_store_cwd.py`). A
+request without `cwd` is refused before anything is read or written.
+
 Synchronous like `run_turn`: call it from a worker thread, not from inside a running event loop.
 """
 
@@ -24,7 +29,7 @@ from typing import Any, TypeVar
 from server.agent.events import TurnResult
 from server.agent.loop import run_turn
 from server.agent.request import TurnRequest
-from storage.errors import SessionLspError, StoreError
+from storage.errors import InvalidArgument, SessionLspError, StoreError
 from storage.paths import default_projects_dir
 from storage.store_sync import bring_local, push_session
 
@@ -67,11 +72,22 @@ def push(store: Any, projects_dir: Path, project_key: str, session_id: str) -> i
         ) from exc
 
 
+def require_own_cwd(request: TurnRequest) -> None:
+    """A store turn's sandbox root comes from the person (`cwd`), not from the database (module docstring)."""
+    if request.cwd is None or not request.cwd.strip():
+        raise InvalidArgument(
+            "parameter 'cwd' is required for a turn in a session store: the working directory the session records "
+            "was written by whoever can write to the store, so it is never the root of the turn's tools; give the "
+            "folder of yours the turn should work in"
+        )
+
+
 def run_store_turn(
     store: Any, project_key: str, session_id: str, request: TurnRequest, **turn_options: Any
 ) -> StoreTurn:
     """Run `request` (its prompt, provider, tools...) as a turn of the store session, then append
     what it wrote to the store. `turn_options` go to `run_turn` (on_event, cancel, provider, ask...)."""
+    require_own_cwd(request)
     projects = Path(request.projects_dir or default_projects_dir()).expanduser()
     path = in_loop(store, bring_local(store, projects, project_key, session_id))
     local = dataclasses.replace(request, session=str(path), mode="resume", projects_dir=projects)

@@ -102,12 +102,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.token_file is not None and not args.tcp:
         raise CommandError("--token-file goes with --tcp")
     if args.tcp:
-        from server.lsp.listen import accept_editor, loopback_host, server_token
+        from server.lsp.listen import accept_editor, listen_address, server_token
 
-        host, port = _host_port(args.tcp)
-        loopback_host(host, port)
+        address = listen_address(*_host_port(args.tcp))
         token, told = server_token(args.token_file)
-        editor = accept_editor(host, port, token, told)
+        editor = accept_editor(address, token, told)
         from server.lsp.server import server
 
         server.defaults = defaults()

@@ -1,7 +1,8 @@
 """Serving one editor over a loopback TCP port, and who may be that editor.
 
 A port is open to every process of the machine, and a language server here reads every transcript and runs
-agent turns whose tools run commands. So `serve --tcp` listens on a loopback address only, and the first
+agent turns whose tools run commands. So `serve --tcp` listens on one loopback address only (a name resolving to
+several is refused: `choose_address`), and the first
 message of a connection must be `initialize` carrying the server's secret as `initializationOptions.token`.
 A connection that sends anything else, a wrong token, more than `FIRST_FRAME_MAX` bytes, or nothing whole
 within `AUTH_TIMEOUT_S` seconds is closed before the server sees a byte of it. The first connection to
@@ -69,19 +70,46 @@ class Refused(Exception):
         self.msg_id = msg_id
 
 
-def loopback_host(host: str, port: int) -> None:
-    """Raise unless every address `host` names is a loopback one (127.0.0.0/8, ::1)."""
+Address = tuple[socket.AddressFamily, tuple[Any, ...]]
+"""A family and a numeric socket address, as `socket.getaddrinfo` gives them."""
+
+
+def listen_address(host: str, port: int) -> Address:
+    """The one numeric address `serve --tcp HOST:PORT` listens on: `host` resolved once, and decided by
+    `choose_address`; the listener binds that numeric address, never the name again (which could resolve to
+    another address by then)."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
         raise InvalidArgument(f"--tcp: cannot resolve {host!r}: {exc}") from exc
-    for info in infos:
-        addr = ipaddress.ip_address(str(info[4][0]).split("%")[0])
+    return choose_address(host, port, [(info[0], info[4]) for info in infos])
+
+
+def choose_address(host: str, port: int, resolved: list[Address]) -> Address:
+    """Of the addresses `host` resolved to, the one to listen on: each must be a loopback one (127.0.0.0/8,
+    ::1), and there must be exactly one. A name naming two (`localhost` as `::1` and `127.0.0.1`) is refused:
+    listening on one left the same port of the other to any local user, whose listener then received the
+    `initialize` (and its token) of an editor connecting to that other address."""
+    distinct: dict[str, Address] = {}
+    for family, sockaddr in resolved:
+        text = str(sockaddr[0]).split("%")[0]
+        addr = ipaddress.ip_address(text)
         if not addr.is_loopback:
             raise InvalidArgument(
                 f"--tcp listens on loopback only ({host!r} is {addr}): anyone who reaches the port could read every "
                 "transcript and run commands; reach a remote server through an SSH tunnel to its loopback port"
             )
+        distinct.setdefault(str(addr), (family, sockaddr))
+    if not distinct:
+        raise InvalidArgument(f"--tcp: {host!r} resolves to no address")
+    if len(distinct) > 1:
+        forms = " or ".join(f"--tcp {f'[{a}]' if ':' in a else a}:{port}" for a in distinct)
+        raise InvalidArgument(
+            f"--tcp: {host!r} names {len(distinct)} addresses ({', '.join(distinct)}); listening on one would leave "
+            "the same port of the others to any local user, who would receive your editor's initialize and its "
+            f"token. Give the numeric address your editor connects to: {forms}"
+        )
+    return next(iter(distinct.values()))
 
 
 def server_token(token_file: Path | None) -> tuple[str, str]:
@@ -132,13 +160,16 @@ class Connection:
         self.writer = conn.makefile("wb")
 
 
-def accept_editor(host: str, port: int, token: str, told: str) -> Connection:
-    """Listen on `host:port` until one connection authenticates; close the port and return that connection.
-    The connections waiting then are refused in the background as they complete, or closed at their deadline."""
-    listener = socket.create_server((host, port), family=_family(host, port), backlog=PENDING_MAX)
+def accept_editor(address: Address, token: str, told: str) -> Connection:
+    """Listen on `address` (`listen_address`) until one connection authenticates; close the port and return that
+    connection. The connections waiting then are refused in the background as they complete, or closed at their
+    deadline."""
+    family, sockaddr = address
+    listener = socket.create_server(sockaddr, family=family, backlog=PENDING_MAX)
     name = listener.getsockname()
+    where = f"[{name[0]}]" if family == socket.AF_INET6 else name[0]
     print(
-        f"session-lsp: listening on {name[0]}:{name[1]}; clients send initializationOptions.token, {told}",
+        f"session-lsp: listening on {where}:{name[1]}; clients send initializationOptions.token, {told}",
         file=sys.stderr,
         flush=True,
     )
@@ -155,10 +186,6 @@ def accept_editor(host: str, port: int, token: str, told: str) -> Connection:
             raise
     threading.Thread(target=waiting.refuse_the_rest, name="tcp-refuse", daemon=True).start()
     return editor
-
-
-def _family(host: str, port: int) -> socket.AddressFamily:
-    return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
 
 
 class _Pending:

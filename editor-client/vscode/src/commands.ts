@@ -21,6 +21,7 @@ import {
 import { findUuidLine, promptsInText, sessionIdInText, uuidAtLine } from './lib/transcript';
 import { Node } from './lib/tree';
 import { transcriptUri } from './storeDocuments';
+import { turnCwd } from './lib/turnCwd';
 
 export const TRANSCRIPT_LANGUAGE = 'claude-transcript';
 /** The LSP symbol kind of a session in workspace/symbol (its messages have other kinds). */
@@ -385,10 +386,19 @@ export class Commands {
   async runAgentTurn(arg?: unknown): Promise<void> {
     const t = await this.resolveTarget(arg, { pick: false });
     const info = t ? (t.info ?? (await this.infoFor(t.sessionId))) : undefined;
-    const cwd =
-      (info?.cwd && isDirectory(info.cwd) ? info.cwd : undefined) ??
-      vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ??
-      os.homedir();
+    const where = turnCwd({
+      hasSession: Boolean(t),
+      recordedCwd: info?.cwd ?? undefined,
+      storeId: info?.storeId ?? undefined,
+      workspaceFolder: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+      home: os.homedir(),
+      isDirectory,
+    });
+    if ('error' in where) {
+      void vscode.window.showErrorMessage(where.error);
+      return;
+    }
+    const cwd = where.shown;
     const sessionLabel = t ? oneLine(info?.title || t.sessionId, 50) : `new session in ${cwd}`;
     const prompt = await vscode.window.showInputBox({
       title: 'Run Agent Turn',
@@ -411,8 +421,8 @@ export class Commands {
       // a store session: the server runs the turn on its local copy and appends what it wrote to the store
       params.store = info.storeId;
     }
-    if (!t || !info?.cwd || info?.storeId) {
-      params.cwd = cwd;
+    if (where.send !== undefined) {
+      params.cwd = where.send; // a store session: the window's folder, never the cwd its rows record
     }
     if (provider) {
       params.provider = provider;
