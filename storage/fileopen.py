@@ -25,6 +25,7 @@ __all__ = [
     "NotARegularFile",
     "file_kind",
     "open_regular",
+    "open_no_magic_links",
     "opened_path",
     "read_sidecar",
     "read_small",
@@ -103,9 +104,10 @@ def read_small_opened(path: Path | str, limit: int, accept: Callable[[Path], boo
     on a look at the path before: it is opened first (never blocking, never taking a terminal), then its real path is
     read from the descriptor (`opened_path`) and must be accepted by `accept`, and the descriptor must be a regular
     file of at most `limit` bytes; else None, and nothing is read. So a folder on the way swapped for a link (into
-    `/proc`, out of a checkout) between a check and the open is judged where it led."""
+    `/proc`, out of a checkout) between a check and the open is judged where it led. No magic link is followed
+    (`open_no_magic_links`): `/proc/self/cwd/.env` is a file of the reading process, not of the path's."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = open_no_magic_links(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
@@ -121,6 +123,42 @@ def read_small_opened(path: Path | str, limit: int, accept: Callable[[Path], boo
     finally:
         os.close(fd)
     return (real, data) if len(data) <= limit else None
+
+
+_SYS_OPENAT2 = 437
+"""`openat2`'s number: the same on every Linux architecture (Linux 5.6)."""
+_RESOLVE_NO_MAGICLINKS = 0x02
+_AT_FDCWD = -100
+
+
+def open_no_magic_links(path: Path | str, flags: int) -> int:
+    """`os.open(path, flags)` (no `O_CREAT`) following no magic link on the way: the kernel's per-process links
+    (`/proc/<pid>/cwd`, `root`, `exe`, `fd/N`, `map_files/...`) lead to whatever the *opening* process has there (its
+    working directory, its open files), whose real path names no `/proc` file, so a decision on the real path cannot
+    see them; `ELOOP` instead (Linux `openat2` `RESOLVE_NO_MAGICLINKS`). Plain symlinks, `/proc/self` among them, are
+    followed. Where there is no `openat2` (not Linux, before 5.6, a seccomp filter refusing it), a plain open."""
+    if sys.platform != "linux":
+        return os.open(path, flags)
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    how = (ctypes.c_uint64 * 3)(flags, 0, _RESOLVE_NO_MAGICLINKS)  # struct open_how {flags, mode, resolve}
+    name = os.fsencode(path)
+    fd = int(
+        libc.syscall(
+            ctypes.c_long(_SYS_OPENAT2),
+            ctypes.c_int(_AT_FDCWD),
+            ctypes.c_char_p(name),
+            ctypes.byref(how),
+            ctypes.c_size_t(ctypes.sizeof(how)),
+        )
+    )
+    if fd >= 0:
+        return fd
+    err = ctypes.get_errno()
+    if err == errno.ENOSYS:
+        return os.open(path, flags)
+    raise OSError(err, os.strerror(err), os.fsdecode(name))
 
 
 def opened_path(fd: int, st: os.stat_result | None = None) -> Path | None:

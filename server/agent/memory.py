@@ -98,18 +98,20 @@ def import_paths(text: str, base: Path) -> list[Path]:
     return found
 
 
-def _read(path: Path, limit: int = MAX_MEMORY_BYTES, inside: Path | None = None) -> tuple[Path, str] | None:
+def _read(
+    path: Path, limit: int = MAX_MEMORY_BYTES, inside: Path | None = None, own: Path | None = None
+) -> tuple[Path, str] | None:
     """The real path and the text of the memory file `path`: None unless its name is a text file's and what was
     opened (`storage.fileopen.read_small_opened`: links followed, the decision made on the descriptor, a FIFO swapped
     in never waited on) is a regular file of at most `limit` bytes whose real path is outside the kernel's pseudo
-    files (`PSEUDO_FILES`) and, with `inside`, inside that folder."""
+    files (`PSEUDO_FILES`) and, with `inside`, inside that folder (or is `own`: a file reached by no link)."""
     if path.suffix.lower() not in _TEXT_SUFFIXES:
         return None
 
     def allowed(real: Path) -> bool:
         if any(is_inside(root, real) for root in PSEUDO_FILES):
             return False
-        return inside is None or is_inside(inside, real)
+        return inside is None or is_inside(inside, real) or real == own
 
     got = read_small_opened(path, limit, allowed)
     if got is None:
@@ -145,15 +147,19 @@ def _load(
     depth: int = 0,
     parent: Path | None = None,
     inside: Path | None = None,
+    *,
+    rule: bool = False,
 ) -> list[MemoryFile]:
-    """`path` and what it imports; an import whose real path is not inside `inside` (when given) is left out, and
-    a file that would take more than what is left of the bound."""
+    """`path` and what it imports; an import whose real path is not inside `inside` (when given) is left out, so is
+    a `rule` (a project folder's `.claude/rules/*.md`, found below a real folder) reached through a link out of
+    `inside`, and a file that would take more than what is left of the bound."""
     if depth > MAX_IMPORT_DEPTH:
         return []
     # decided on the file opened, by its real path (no look at the path before: a folder on the way swapped for a link
     # meanwhile would mislead it, and made `os.path.realpath` raise): an import out of `inside` is external, not
-    # approved
-    got = _read(path, loading.left, inside if depth else None)
+    # approved; as the CLI 2.1.328, so is a rule file linked out of it (a checkout's `rules/style.md` -> ~/.ssh/id_rsa),
+    # while a rule reached by no link (an ancestor folder's own) is the folder's
+    got = _read(path, loading.left, inside if depth or rule else None, path if rule else None)
     if got is None:
         return []
     real, text = got
@@ -212,7 +218,7 @@ def load_memory(cwd: str | Path, *, home: Path | None = None, managed: Path | No
         out += _load(folder / "CLAUDE.md", "Project", seen, inside=inside)
         out += _load(folder / ".claude" / "CLAUDE.md", "Project", seen, inside=inside)
         for rule in _rules(folder / ".claude"):
-            out += _load(rule, "Project", seen, inside=inside)
+            out += _load(rule, "Project", seen, inside=inside, rule=True)
         out += _load(folder / "CLAUDE.local.md", "Local", seen, inside=inside)
     return out
 

@@ -195,7 +195,7 @@ class ClaudeCliProvider:
 
     def _target(self, request: TurnRequest, projects: Path) -> tuple[str, Path | None, set[str]]:
         """(cwd to run in, the decided file of the session to resume or None, uuids already in its file)."""
-        from server.agent.session import find_session, sandbox_root
+        from server.agent.session import find_session, not_from_store, sandbox_root
 
         mode = request.mode if request.mode != "auto" else ("resume" if request.session else "new")
         if mode == "new":
@@ -206,6 +206,8 @@ class ClaudeCliProvider:
             path = find_session(projects, request.session, request.cwd)
         else:
             raise InvalidArgument(f"mode {mode} needs a session")
+        if request.cwd is None:  # as `open_session`: a store's recorded cwd never roots the CLI's tools
+            not_from_store(projects, path)
         recorded = _recorded_cwd(path) or "."
         return str(sandbox_root(request.cwd, recorded, config=projects.parent)), path, set(_uuids(path))
 
