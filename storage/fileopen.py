@@ -156,7 +156,7 @@ def open_no_magic_links(path: Path | str, flags: int) -> int:
     if fd >= 0:
         return fd
     err = ctypes.get_errno()
-    if err == errno.ENOSYS:
+    if err in (errno.ENOSYS, errno.EPERM):  # no openat2 here, or a seccomp filter refusing it (EPERM in older ones)
         return os.open(path, flags)
     raise OSError(err, os.strerror(err), os.fsdecode(name))
 

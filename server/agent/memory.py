@@ -148,18 +148,20 @@ def _load(
     parent: Path | None = None,
     inside: Path | None = None,
     *,
-    rule: bool = False,
+    held: bool = False,
 ) -> list[MemoryFile]:
     """`path` and what it imports; an import whose real path is not inside `inside` (when given) is left out, so is
-    a `rule` (a project folder's `.claude/rules/*.md`, found below a real folder) reached through a link out of
-    `inside`, and a file that would take more than what is left of the bound."""
+    a `held` file (one a folder of the working directory's path holds: its `CLAUDE.md`, `.claude/CLAUDE.md`,
+    `.claude/rules/*.md`, `CLAUDE.local.md`; the folders are real) reached through a link out of `inside`, and a file
+    that would take more than what is left of the bound."""
     if depth > MAX_IMPORT_DEPTH:
         return []
     # decided on the file opened, by its real path (no look at the path before: a folder on the way swapped for a link
     # meanwhile would mislead it, and made `os.path.realpath` raise): an import out of `inside` is external, not
     # approved; as the CLI 2.1.328, so is a rule file linked out of it (a checkout's `rules/style.md` -> ~/.ssh/id_rsa),
-    # while a rule reached by no link (an ancestor folder's own) is the folder's
-    got = _read(path, loading.left, inside if depth or rule else None, path if rule else None)
+    # and here any file a folder holds (the CLI reads a `CLAUDE.md` -> ~/.ssh/id_rsa and sends the key: we do not),
+    # while one reached by no link (an ancestor folder's own) is the folder's
+    got = _read(path, loading.left, inside if depth or held else None, path if held else None)
     if got is None:
         return []
     real, text = got
@@ -215,11 +217,11 @@ def load_memory(cwd: str | Path, *, home: Path | None = None, managed: Path | No
     folders = _folders_down_to(Path(cwd))
     inside = None if external_imports_approved(folders[-1]) else folders[-1]
     for folder in folders:
-        out += _load(folder / "CLAUDE.md", "Project", seen, inside=inside)
-        out += _load(folder / ".claude" / "CLAUDE.md", "Project", seen, inside=inside)
+        out += _load(folder / "CLAUDE.md", "Project", seen, inside=inside, held=True)
+        out += _load(folder / ".claude" / "CLAUDE.md", "Project", seen, inside=inside, held=True)
         for rule in _rules(folder / ".claude"):
-            out += _load(rule, "Project", seen, inside=inside, rule=True)
-        out += _load(folder / "CLAUDE.local.md", "Local", seen, inside=inside)
+            out += _load(rule, "Project", seen, inside=inside, held=True)
+        out += _load(folder / "CLAUDE.local.md", "Local", seen, inside=inside, held=True)
     return out
 
 
