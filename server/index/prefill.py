@@ -85,7 +85,9 @@ def start(root: Path) -> Prefill | None:
             return None
         run = _RUNNING[root] = Prefill(root)
     package_root = str(Path(server.__file__).resolve().parent.parent)
-    import_path = [package_root, *(entry for entry in sys.path if entry and entry != package_root)]
+    # not the folder Python put first (the script's or, for `-m`, the working folder: a checkout the editor opened)
+    given = sys.path if sys.flags.safe_path else sys.path[1:]
+    import_path = [package_root, *(entry for entry in given if entry and entry != package_root)]
     pid = str(os.getpid())
     # `-I` leaves out every PYTHON* variable: the UTF-8 mode this process runs in is passed on, so that the child
     # decodes file names as the server does (in the C locale, `PYTHONUTF8=0` makes them ASCII, `-I` UTF-8); the
