@@ -182,18 +182,18 @@ def index_restart(projects: Path, runs: int) -> dict[str, float]:
 
 
 def held_bytes(idx: object) -> int:
-    """Bytes an index holds for its files: line offsets always, rows only where loaded."""
+    """Bytes an index holds for its files: line marks always, rows only where loaded."""
     from bench.bench_check_list import deep_size
     from server.index import ProjectIndex
 
     assert isinstance(idx, ProjectIndex)
     total = 0
     for state in idx.files.values():
-        total += sys.getsizeof(state) + sys.getsizeof(state.line_offsets) + sys.getsizeof(state.read)
+        total += sys.getsizeof(state) + sys.getsizeof(state.line_marks) + sys.getsizeof(state.read)
         if getattr(state, "loaded", True):
             part = ProjectIndex(idx.projects_dir, persist=False)
             part.files = {state.path: state}
-            total += deep_size(part) - sys.getsizeof(state.line_offsets)
+            total += deep_size(part) - sys.getsizeof(state.line_marks)
     return total
 
 

@@ -36,8 +36,9 @@ from storage.cache import cache_dir, private_dir, private_file
 from storage.folderstamp import settled
 from storage.uuidpack import MAX_LINE, Packs, UuidPack, Wanted, pack
 
-SCHEMA_VERSION = 9
-"""9: rows stored as arrays (`storage.rows.Row` is an array-like struct), not maps."""
+SCHEMA_VERSION = 10
+"""9: rows stored as arrays (`storage.rows.Row` is an array-like struct), not maps. 10: a file's line starts stored
+as sparse marks (`storage.linemarks`), not one offset a line."""
 DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000

@@ -579,7 +579,7 @@ class ProjectIndex:
                 return []
             out = list(self._session_diagnostics(session_key(p)).get(p, ()))
         if ranges:
-            locate(p, out, self.files[p].line_offsets)
+            locate(p, out, self.files[p].line_marks)
         return out
 
     def all_diagnostics(self) -> list[Diagnostic]:
