@@ -2,12 +2,12 @@
 `EVERY_BYTES` bytes, whichever comes first, and the number of lines.
 
 A line's start is its nearest mark at or before it, then a read forward from there counting newlines: a bounded
-read (fewer than `EVERY_LINES` lines, and `EVERY_BYTES` plus the line before the wanted one at most). Between two
-marks as many bytes apart as lines apart, every line is a lone newline: a line's start there is a sum, nothing is
-read. A run of blank lines that reaches the next mark is marked at its first line and past its last, so any number
-of blank lines costs two marks, and garbage of short lines one mark per `EVERY_LINES` of them (a file of 200 MiB of
-newlines took 8 bytes a line, 1.6 GB, when every line's start was kept).
-"""
+read, past fewer than twice `EVERY_LINES` lines and `EVERY_BYTES` bytes (a line that starts further on is marked,
+but for those of a short run of blank lines), in reads of `PIECE` bytes. Between two marks as many bytes apart as
+lines apart every line is a lone newline: a line's start there is a sum, nothing is read. A long run of blank lines
+is marked at its first line and past its last, so any number of blank lines costs two marks, and garbage of short
+lines a mark every `EVERY_LINES` of them (a file of 200 MiB of newlines took 8 bytes a line, 1.68 GB, when every
+line's start was kept)."""
 
 from __future__ import annotations
 
@@ -77,10 +77,14 @@ class LineMarks:
         return line + EVERY_LINES, offset + EVERY_BYTES
 
     def blank_run(self, line: int, offset: int, blanks: int) -> tuple[int, int]:
-        """`blanks` blank lines from line `line` at `offset`, reaching a due mark: marked at the first and past the
-        last, so none in between is ever read to be found."""
-        self.mark(line, offset)
-        return self.mark(line + blanks, offset + blanks)
+        """`blanks` blank lines from line `line` at `offset`, reaching when a mark is due (as `mark`). A run of
+        `EVERY_LINES` or more is marked at its first line and past its last, so none in it is ever read to be found; a
+        shorter one like one line: at its first, when that one is due."""
+        if blanks >= EVERY_LINES:
+            self.mark(line, offset)
+            return self.mark(line + blanks, offset + blanks)
+        due_line, due_at = self.due()
+        return self.mark(line, offset) if line >= due_line or offset >= due_at else (due_line, due_at)
 
     def reached(self, line: int, offset: int, *, torn: bool) -> None:
         """A read stopped at line `line`, byte `offset` (past its last whole line), with an unfinished line there or
