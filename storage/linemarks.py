@@ -3,11 +3,11 @@
 
 A line's start is its nearest mark at or before it, then a read forward from there counting newlines: a bounded
 read, past fewer than twice `EVERY_LINES` lines and `EVERY_BYTES` bytes (a line that starts further on is marked,
-but for those of a short run of blank lines), in reads of `PIECE` bytes. Between two marks as many bytes apart as
-lines apart every line is a lone newline: a line's start there is a sum, nothing is read. A long run of blank lines
-is marked at its first line and past its last, so any number of blank lines costs two marks, and garbage of short
-lines a mark every `EVERY_LINES` of them (a file of 200 MiB of newlines took 8 bytes a line, 1.68 GB, when every
-line's start was kept)."""
+but for those of a short run of blank lines), in reads of at most `PIECE` bytes. Between two marks as many bytes
+apart as lines apart every line is a lone newline: a line's start there is a sum, nothing is read. A long run of
+blank lines is marked at its first line and past its last, so any number of blank lines costs two marks, and garbage
+of short lines a mark every `EVERY_LINES` of them (a file of 200 MiB of newlines took 8 bytes a line, 1.68 GB, when
+every line's start was kept)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,12 @@ from bisect import bisect_right
 from typing import BinaryIO
 
 EVERY_LINES = 256
-EVERY_BYTES = 64 * 1024
+EVERY_BYTES = 16 * 1024
+"""On transcripts (lines of a few KB) a mark every few lines: a line is found reading some KB more than the line, and
+the marks take a fifth of the memory one offset a line did."""
+FIRST_PIECE = 4 * 1024
 PIECE = 64 * 1024
-"""A read forward from a mark reads this much at a time."""
+"""A read forward from a mark reads `FIRST_PIECE` bytes first, then twice as much each time up to this."""
 _HEAD = 3
 """Numbers before the marks in `to_bytes`: lines, end, torn."""
 
@@ -165,8 +168,9 @@ class LineMarks:
 def _counted(fh: BinaryIO, offset: int, skip: int, limit: int) -> tuple[int, bytes] | None:
     """From byte `offset`, past `skip` newlines: (that byte's offset, the line there as `_line_from`)."""
     fh.seek(offset)
+    size = FIRST_PIECE
     while True:
-        data = fh.read(PIECE)
+        data = fh.read(size)
         if not data:
             return None
         newlines = data.count(b"\n")
@@ -174,6 +178,7 @@ def _counted(fh: BinaryIO, offset: int, skip: int, limit: int) -> tuple[int, byt
             break
         skip -= newlines
         offset += len(data)
+        size = min(2 * size, PIECE)
     at = 0
     for _ in range(skip):
         at = data.index(b"\n", at) + 1
@@ -182,7 +187,7 @@ def _counted(fh: BinaryIO, offset: int, skip: int, limit: int) -> tuple[int, byt
 
 def _line_from(fh: BinaryIO, start: int, have: bytes, limit: int) -> bytes:
     """The first `limit` bytes of the line at `start` (its newline left out), given its first bytes `have` (read
-    already, followed in the file by what `fh` reads next)."""
+    already, followed in the file by what `fh` reads next); read on as `_counted` reads."""
     if not limit:
         return b""
     cut = have.find(b"\n", 0, limit)
@@ -193,9 +198,9 @@ def _line_from(fh: BinaryIO, start: int, have: bytes, limit: int) -> bytes:
     if not have:
         fh.seek(start)
     got = [have]
-    size = len(have)
+    size, piece = len(have), FIRST_PIECE
     while size < limit:
-        data = fh.read(min(limit - size, max(PIECE, size)))
+        data = fh.read(min(limit - size, piece))
         if not data:
             break
         cut = data.find(b"\n")
@@ -204,4 +209,5 @@ def _line_from(fh: BinaryIO, start: int, have: bytes, limit: int) -> bytes:
             break
         got.append(data)
         size += len(data)
+        piece = min(2 * piece, PIECE)
     return b"".join(got)[:limit]

@@ -115,21 +115,22 @@ def _check(path: Path, data: bytes, marks: LineMarks, rng: random.Random, *, eve
 
 
 SPACINGS = {
-    "real": (linemarks.EVERY_LINES, linemarks.EVERY_BYTES, linemarks.PIECE, reader.MAX_TAIL, 100_000),
-    "tight": (3, 64, 16, 50, 40),
+    "real": (linemarks.EVERY_LINES, linemarks.EVERY_BYTES, linemarks.FIRST_PIECE, linemarks.PIECE, reader.MAX_TAIL),
+    "tight": (3, 64, 5, 16, 50),
 }
 
 
 @pytest.fixture(params=sorted(SPACINGS))
 def spacing(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> tuple[bool, int]:
     """(every line checked, the length of a long line): "real" as shipped, "tight" with marks every 3 lines or 64
-    bytes, read forward 16 bytes at a time, an unfinished line kept up to 50 bytes."""
-    lines, nbytes, piece, tail, long = SPACINGS[request.param]
+    bytes, read forward 5 then up to 16 bytes at a time, an unfinished line kept up to 50 bytes."""
+    lines, nbytes, first, piece, tail = SPACINGS[request.param]
     monkeypatch.setattr(linemarks, "EVERY_LINES", lines)
     monkeypatch.setattr(linemarks, "EVERY_BYTES", nbytes)
+    monkeypatch.setattr(linemarks, "FIRST_PIECE", first)
     monkeypatch.setattr(linemarks, "PIECE", piece)
     monkeypatch.setattr(reader, "MAX_TAIL", tail)
-    return request.param == "tight", long
+    return request.param == "tight", max(40, 6 * nbytes)
 
 
 @pytest.mark.parametrize("split", [False, True], ids=["one-read", "split-read"])
@@ -220,7 +221,7 @@ def _ranges(projects: Path) -> list[tuple[str, int, str, int | None, int | None]
 def test_diagnostic_ranges_are_those_of_every_line_marked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The bundled example and every corpus, with lines joined by runs of blank lines and lines of garbage: the
     ranges of their diagnostics as with every line's start kept (a mark on every line), with marks every 256 lines
-    or 64 KiB, and with marks every 3 lines or 64 bytes read forward 16 bytes at a time."""
+    or 16 KiB, and with marks every 3 lines or 64 bytes read forward 5 then up to 16 bytes at a time."""
     copies = []
     for i, folder in enumerate(_projects_folders()):
         copy = tmp_path / f"p{i}"
@@ -240,14 +241,13 @@ def test_diagnostic_ranges_are_those_of_every_line_marked(tmp_path: Path, monkey
             path.write_bytes(b"".join(pad + text + b"\n" for pad, text in zip(pads, lines[:-1])) + lines[-1])
         copies.append(padded)
     seen = {}
-    for name, (every_lines, every_bytes, piece) in {
-        "every": (1, 1, linemarks.PIECE),
-        "real": (linemarks.EVERY_LINES, linemarks.EVERY_BYTES, linemarks.PIECE),
-        "tight": (3, 64, 16),
+    for name, spacing in {
+        "every": (1, 1, linemarks.FIRST_PIECE, linemarks.PIECE),
+        "real": (linemarks.EVERY_LINES, linemarks.EVERY_BYTES, linemarks.FIRST_PIECE, linemarks.PIECE),
+        "tight": (3, 64, 5, 16),
     }.items():
-        monkeypatch.setattr(linemarks, "EVERY_LINES", every_lines)
-        monkeypatch.setattr(linemarks, "EVERY_BYTES", every_bytes)
-        monkeypatch.setattr(linemarks, "PIECE", piece)
+        for constant, value in zip(["EVERY_LINES", "EVERY_BYTES", "FIRST_PIECE", "PIECE"], spacing):
+            monkeypatch.setattr(linemarks, constant, value)
         seen[name] = [_ranges(copy) for copy in copies]
     assert seen["real"] == seen["every"] and seen["tight"] == seen["every"]
     assert sum(len(r) for r in seen["every"]) > 50
