@@ -359,7 +359,7 @@ def index_rows(projects: Path, runs: int, t_bare: float) -> None:
     print(
         f"\nindex memory ({mem['rows']:.0f} rows): every row in memory {mem['all rows, counted']:.0f} bytes per row "
         f"counted, RSS {mem['all rows, RSS']:.0f}; restarted from the database, after all diagnostics: RSS "
-        f"{mem['restarted, RSS']:.0f} bytes per row, {mem['restarted, held']:.0f} bytes per row held (line offsets, "
+        f"{mem['restarted, RSS']:.0f} bytes per row, {mem['restarted, held']:.0f} bytes per row held (line marks, "
         f"file states, rows of loaded files); rows loaded for {mem['restarted, files with rows loaded']:.0f} "
         f"of {mem['files']:.0f} files"
     )

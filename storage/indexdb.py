@@ -2,7 +2,7 @@
 
 Per transcript file it keeps the file's identity (device, inode, size, mtime, a fingerprint of its head),
 the byte offset it was read up to, its message count and listing summary, and (for the language
-server's index) its link rows, line offsets and read state; per session the checks' result (diagnostics
+server's index) its link rows, line marks and read state; per session the checks' result (diagnostics
 and unresolved links, as JSON) with the identities it was computed from, and the usage total
 `list` shows with the stamps of the files it was summed from (`storage.usagetotals`); and each file's uuid ->
 line table, which settles links across files: one packed row per file (`storage.uuidpack`), found by a scan of
@@ -445,7 +445,7 @@ class IndexDB:
             part = values[start : start + 500]
             yield from self.conn.execute(sql.format(",".join("?" * len(part))), part)
 
-    # ---- rowsets: an index's per-file state (link rows, line offsets, where reading stopped) -------
+    # ---- rowsets: an index's per-file state (link rows, line marks, where reading stopped) -------
     @_locked
     def rowset(self, path: str) -> tuple[Identity, bytes] | None:
         """(identity, read state) of a file's stored state; its rows come separately (`rowset_rows`)."""

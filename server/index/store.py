@@ -107,7 +107,7 @@ def session_key(path: Path) -> SessionKey:
 
 
 class ProjectIndex:
-    """Per file: identity, offset read, line offsets, link rows; per session: checks; across files:
+    """Per file: identity, offset read, line marks, link rows; per session: checks; across files:
     uuid lookups and the links that cross files. Thread-safe through `lock`.
 
     With `persist` (the default; off under SESSION_LSP_NO_CACHE) files and session checks are kept in the
