@@ -117,10 +117,11 @@ class LineMarks:
 
     # ---- stored --------------------------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        pairs = array("Q", [self.lines, self.end, int(self.torn)])
-        for line, offset in zip(self._lines, self._offsets):
-            pairs.append(line)
-            pairs.append(offset)
+        """`lines`, `end`, `torn`, then each mark's line and offset (8 bytes each, native order)."""
+        pairs = array("Q", [self.lines, self.end, int(self.torn)]) * (1 + len(self._lines))
+        del pairs[_HEAD + 2 * len(self._lines) :]
+        pairs[_HEAD::2] = self._lines
+        pairs[_HEAD + 1 :: 2] = self._offsets
         return pairs.tobytes()
 
     @classmethod
@@ -154,7 +155,7 @@ class LineMarks:
         if line == self.lines:  # the unfinished last line, or a mark past the last whole one
             return self.end, _line_from(fh, self.end, b"", limit)
         if at < 0:
-            raise IndexError(f"line {line} was not read here: the marks start at line {self._lines[0]}")
+            raise IndexError(f"line {line} was not read here: no mark at or before it")
         mark_line, offset = self._lines[at], self._offsets[at]
         next_line, next_offset = (
             (self._lines[at + 1], self._offsets[at + 1]) if at + 1 < len(self._lines) else (self.lines, self.end)
