@@ -66,7 +66,7 @@ def deep_size(idx: ProjectIndex) -> int:
 
     for state in idx.files.values():
         t = state.transcript
-        total += sys.getsizeof(t.rows) + sys.getsizeof(t.nodes) + sys.getsizeof(state.line_offsets)
+        total += sys.getsizeof(t.rows) + sys.getsizeof(t.nodes) + sys.getsizeof(state.line_marks)
         for row in t.rows:
             add(row)
             for name in row.__slots__:

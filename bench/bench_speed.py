@@ -182,18 +182,18 @@ def index_restart(projects: Path, runs: int) -> dict[str, float]:
 
 
 def held_bytes(idx: object) -> int:
-    """Bytes an index holds for its files: line offsets always, rows only where loaded."""
+    """Bytes an index holds for its files: line marks always, rows only where loaded."""
     from bench.bench_check_list import deep_size
     from server.index import ProjectIndex
 
     assert isinstance(idx, ProjectIndex)
     total = 0
     for state in idx.files.values():
-        total += sys.getsizeof(state) + sys.getsizeof(state.line_offsets) + sys.getsizeof(state.read)
+        total += sys.getsizeof(state) + sys.getsizeof(state.line_marks) + sys.getsizeof(state.read)
         if getattr(state, "loaded", True):
             part = ProjectIndex(idx.projects_dir, persist=False)
             part.files = {state.path: state}
-            total += deep_size(part) - sys.getsizeof(state.line_offsets)
+            total += deep_size(part) - sys.getsizeof(state.line_marks)
     return total
 
 
@@ -359,7 +359,7 @@ def index_rows(projects: Path, runs: int, t_bare: float) -> None:
     print(
         f"\nindex memory ({mem['rows']:.0f} rows): every row in memory {mem['all rows, counted']:.0f} bytes per row "
         f"counted, RSS {mem['all rows, RSS']:.0f}; restarted from the database, after all diagnostics: RSS "
-        f"{mem['restarted, RSS']:.0f} bytes per row, {mem['restarted, held']:.0f} bytes per row held (line offsets, "
+        f"{mem['restarted, RSS']:.0f} bytes per row, {mem['restarted, held']:.0f} bytes per row held (line marks, "
         f"file states, rows of loaded files); rows loaded for {mem['restarted, files with rows loaded']:.0f} "
         f"of {mem['files']:.0f} files"
     )

@@ -2,7 +2,7 @@
 
 Per transcript file it keeps the file's identity (device, inode, size, mtime, a fingerprint of its head),
 the byte offset it was read up to, its message count and listing summary, and (for the language
-server's index) its link rows, line offsets and read state; per session the checks' result (diagnostics
+server's index) its link rows, line marks and read state; per session the checks' result (diagnostics
 and unresolved links, as JSON) with the identities it was computed from, and the usage total
 `list` shows with the stamps of the files it was summed from (`storage.usagetotals`); and each file's uuid ->
 line table, which settles links across files: one packed row per file (`storage.uuidpack`), found by a scan of
@@ -36,8 +36,9 @@ from storage.cache import cache_dir, private_dir, private_file
 from storage.folderstamp import settled
 from storage.uuidpack import MAX_LINE, Packs, UuidPack, Wanted, pack
 
-SCHEMA_VERSION = 9
-"""9: rows stored as arrays (`storage.rows.Row` is an array-like struct), not maps."""
+SCHEMA_VERSION = 10
+"""9: rows stored as arrays (`storage.rows.Row` is an array-like struct), not maps. 10: a file's line starts stored
+as sparse marks (`storage.linemarks`), not one offset a line."""
 DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000
@@ -444,7 +445,7 @@ class IndexDB:
             part = values[start : start + 500]
             yield from self.conn.execute(sql.format(",".join("?" * len(part))), part)
 
-    # ---- rowsets: an index's per-file state (link rows, line offsets, where reading stopped) -------
+    # ---- rowsets: an index's per-file state (link rows, line marks, where reading stopped) -------
     @_locked
     def rowset(self, path: str) -> tuple[Identity, bytes] | None:
         """(identity, read state) of a file's stored state; its rows come separately (`rowset_rows`)."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -20,6 +19,7 @@ from storage.badlines import KEPT_PROBLEMS
 from storage.fileopen import open_regular
 from storage.jsonline import BOM, loads_line
 from storage.linechunks import OVER_LIMIT, FileSpan, LongLine, WholeLines
+from storage.linemarks import LineMarks
 from storage.linkdecode import row_from_line
 from storage.rows import CHAIN_TYPES, Row, row_from_entry
 
@@ -205,13 +205,14 @@ def keyed(row: Row) -> Row:
 def read_transcript(
     path: Path,
     state: ReadState | None = None,
-    line_offsets: MutableSequence[int] | None = None,
+    marks: LineMarks | None = None,
     *,
     span: FileSpan | None = None,
 ) -> ReadResult:
     """Parse from `state` (default: the start) to the end of the file.
 
-    `line_offsets`, when given, gets the start offset of every line read appended to it. `span`, when given, is
+    `marks`, when given, gets the marks of the lines read (`storage.linemarks`): it ends where `state` starts, or
+    holds nothing yet. `span`, when given, is
     read instead of opening `path`: the part of the file already open that starts at `state.offset` (and ends at
     a line's first byte, or at the end of the file).
 
@@ -222,16 +223,18 @@ def read_transcript(
     result = ReadResult()
     rows, problems = result.rows, _Problems(result.problems)
     loads, decode_error, make_row, fast_row = orjson.loads, orjson.JSONDecodeError, row_from_entry, row_from_line
-    offsets_append = line_offsets.append if line_offsets is not None else None
     line_no = state.line
     start = state.offset - len(state.tail)
+    marks = marks if marks is not None else LineMarks()
+    mark, blank_run = marks.mark, marks.blank_run
+    due_line, due_at = marks.resume(line_no, start)
     with open_regular(path) if span is None else contextlib.nullcontext(cast(BinaryIO, span)) as fh:
         fh.seek(state.offset)
         lines = WholeLines(fh, CHUNK, state.tail)
         for buf in lines.arrays():  # whole lines only: an unfinished one is in `lines.rest` at the end
             if isinstance(buf, LongLine):  # over MAX_LINE_BYTES: its bytes were never kept
-                if offsets_append is not None:
-                    offsets_append(start)
+                if line_no >= due_line or start >= due_at:
+                    due_line, due_at = mark(line_no, start)
                 problems.add(too_long_problem(line_no, buf))
                 start += buf.length + 1
                 line_no += 1
@@ -242,12 +245,12 @@ def read_transcript(
                 if nl == pos:  # blank lines, taken as a run: nothing to read in them
                     run = _BLANKS(buf, pos)
                     blanks = run.end() - pos if run is not None else 1
-                    if line_offsets is not None:
-                        line_offsets.extend(range(start, start + blanks))
+                    if line_no + blanks >= due_line or start + blanks >= due_at:
+                        due_line, due_at = blank_run(line_no, start, blanks)
                     start, line_no, pos = start + blanks, line_no + blanks, pos + blanks
                     continue
-                if offsets_append is not None:
-                    offsets_append(start)
+                if line_no >= due_line or start >= due_at:
+                    due_line, due_at = mark(line_no, start)
                 entry = None
                 if line_no and problems.full() and _never_an_object(buf, pos, nl):  # counted, not parsed
                     problems.count(line_no, start)
@@ -287,19 +290,16 @@ def read_transcript(
                 start += len(raw) + 1
                 line_no += 1
                 pos = nl + 1
-    result.state = _read_tail(result, lines, ReadState(start, line_no, b""), offsets_append)
+    marks.reached(line_no, start, torn=lines.long_rest is not None or bool(lines.rest))
+    result.state = _read_tail(result, lines, ReadState(start, line_no, b""))
     return result
 
 
-def _read_tail(
-    result: ReadResult, lines: WholeLines, end: ReadState, offsets_append: Callable[[int], None] | None
-) -> ReadState:
+def _read_tail(result: ReadResult, lines: WholeLines, end: ReadState) -> ReadState:
     """Take the unfinished last line `lines` left after the whole lines that end at `end`; returns where the next
     read starts: after the line when it is kept (`MAX_TAIL`), else at its first byte."""
     if lines.long_rest is None and not lines.rest:
         return end
-    if offsets_append is not None:
-        offsets_append(end.offset)
     if lines.long_rest is not None:
         result.unknown_tail = too_long_problem(end.line, lines.long_rest, torn=True)
         return end

@@ -27,6 +27,19 @@ def age(where: Path, seconds: int = AN_HOUR) -> None:
         os.utime(p, (when, when), follow_symlinks=False)
 
 
+def line_starts(path: Path, marks: Any, first: int = 0) -> list[int]:
+    """The first byte of every line from `first` on, as `marks` (a `storage.linemarks.LineMarks`) finds them in the
+    file at `path`: each line looked up on its own, as a diagnostic's range is."""
+    with open(path, "rb") as fh:
+        return [marks.start(fh, n) for n in range(first, marks.count)]
+
+
+def starts_in(data: bytes) -> list[int]:
+    """The first byte of every line of `data`, counted from its bytes (an unfinished last line is a line)."""
+    starts = [0, *(i + 1 for i, byte in enumerate(data) if byte == 10)] if data else []
+    return starts[:-1] if data.endswith(b"\n") else starts
+
+
 def generated_folder(factory: pytest.TempPathFactory, name: str, mb: int, seed: int) -> Path:
     """A projects folder of about `mb` MB generated as the benchmarks' (`bench.make_projects`), settled."""
     from bench.make_projects import make_projects

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import line_starts
 
 from server.index import ProjectIndex
 from server.index.filestate import FileState
@@ -53,7 +54,7 @@ def test_appends_in_random_chunks_equal_a_full_read(tmp_path: Path, seed: int) -
     assert len(state.transcript.duplicates) == len(full.duplicates)
     assert state.torn is not None and state.torn.line == data.count(b"\n")
     starts = [0] + [i + 1 for i, b in enumerate(data) if b == 0x0A]
-    assert list(state.line_offsets) == starts
+    assert line_starts(path, state.line_marks) == starts
 
 
 def test_update_reads_only_appended_bytes_and_reports_changes(projects: Path) -> None:
@@ -107,5 +108,5 @@ def test_queries(projects: Path) -> None:
     sessions = idx.sessions()
     assert {s.session_id for s in sessions} >= {PAR, "22222222-2222-4222-8222-222222222222"}
     state = idx.files[main]
-    assert state.line_count == 57 and state.line_offsets[0] == 0
+    assert state.line_count == 57 and line_starts(main, state.line_marks)[0] == 0
     assert idx.subagent_files(projects / SHOP / "22222222-2222-4222-8222-222222222222.jsonl")

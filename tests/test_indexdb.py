@@ -273,7 +273,7 @@ def index_of(root: Path, persist: bool = True) -> ProjectIndex:
 
 def snapshot(idx: ProjectIndex) -> dict:
     return {
-        str(p): (s.transcript.rows, s.transcript.problems, s.read, list(s.line_offsets), s.torn)
+        str(p): (s.transcript.rows, s.transcript.problems, s.read, s.line_marks, s.torn)
         for p, s in sorted(idx.files.items())
     }
 

@@ -7,9 +7,11 @@ import random
 from pathlib import Path
 
 import pytest
+from conftest import line_starts
 
 import storage.reader as reader
 from storage.linechunks import LongLine, WholeLines
+from storage.linemarks import LineMarks
 from storage.reader import read_transcript
 
 
@@ -39,8 +41,9 @@ def test_lines_and_offsets_match_a_naive_split(tmp_path: Path, monkeypatch: pyte
         data = _data(rng)
         path.write_bytes(data)
         monkeypatch.setattr(reader, "CHUNK", rng.randint(1, 64))
-        offsets: list[int] = []
-        got = read_transcript(path, None, offsets)
+        marks = LineMarks()
+        got = read_transcript(path, None, marks)
+        offsets = line_starts(path, marks)
         lines, naive, at = data.split(b"\n"), [], 0
         for line in lines:
             naive.append(at)

@@ -10,17 +10,17 @@ import signal
 import subprocess
 import sys
 import time
-from array import array
 from pathlib import Path
 
 import pytest
-from conftest import age
+from conftest import age, line_starts, starts_in
 from rawlsp import LIVENESS
 from turnproc import ROOT, alive, children, has_read
 
 import server.index.splitread as splitread
 import storage.reader as reader
 from server.index.forked import Child, ChildFailed
+from storage.linemarks import LineMarks
 from storage.reader import ReadResult, read_transcript
 
 
@@ -87,12 +87,12 @@ def test_two_halves_read_as_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         path.write_bytes(data)
         monkeypatch.setattr(reader, "CHUNK", rng.choice([7, 64, 1 << 20]))
         before = forks[0]
-        offsets: array[int] = array("Q")
-        got = splitread.read_from_start(path, offsets)
+        marks = LineMarks()
+        got = splitread.read_from_start(path, marks)
         split_reads += forks[0] - before
-        whole_offsets: array[int] = array("Q")
-        _same(got, read_transcript(path, None, whole_offsets))
-        assert offsets == whole_offsets
+        whole_marks = LineMarks()
+        _same(got, read_transcript(path, None, whole_marks))
+        assert line_starts(path, marks) == line_starts(path, whole_marks) == starts_in(data)
     assert split_reads > 100  # most files had a line starting past their middle: read on two processes
 
 
@@ -233,13 +233,13 @@ def test_a_line_too_long_in_the_second_half_is_named_by_its_place_in_the_file(tm
         fh.write(b"x\n" + row % 2 if finished else b"x")
     with open(path, "rb") as fh:
         assert splitread._middle(fh.fileno(), path.stat().st_size) is not None  # read on two processes
-    offsets: array[int] = array("Q")
-    got = splitread.read_from_start(path, offsets)
-    whole_offsets: array[int] = array("Q")
-    whole = read_transcript(path, None, whole_offsets)
+    marks = LineMarks()
+    got = splitread.read_from_start(path, marks)
+    whole_marks = LineMarks()
+    whole = read_transcript(path, None, whole_marks)
     assert sum(p.too_long for p in whole.problems) == (2 if finished else 1)
     _same(got, whole)
-    assert offsets == whole_offsets
+    assert line_starts(path, marks) == line_starts(path, whole_marks)
 
 
 @pytest.mark.parametrize("cut", [0, 5, 40], ids=["at-a-line", "torn", "provisional"])
@@ -263,13 +263,13 @@ def test_a_file_cut_short_of_its_middle_while_read_is_read_as_one_read_reads_it(
 
     monkeypatch.setattr(splitread, "_middle", cut_meanwhile)
     path.write_bytes(data)
-    offsets: array[int] = array("Q")
-    got = splitread.read_from_start(path, offsets)
-    whole_offsets: array[int] = array("Q")
-    whole = read_transcript(path, None, whole_offsets)
+    marks = LineMarks()
+    got = splitread.read_from_start(path, marks)
+    whole_marks = LineMarks()
+    whole = read_transcript(path, None, whole_marks)
     assert (whole.unknown_tail is not None, whole.provisional is not None) == (cut == 5, cut == 40)
     _same(got, whole)
-    assert offsets == whole_offsets
+    assert line_starts(path, marks) == line_starts(path, whole_marks) == starts_in(path.read_bytes())
 
 
 def _bytes_read() -> int:
@@ -297,9 +297,9 @@ def test_the_holes_of_a_sparse_line_are_skipped_not_read(tmp_path: Path, split: 
     with open(path, "rb") as fh:
         assert (splitread._middle(fh.fileno(), path.stat().st_size) is not None) == split
     before = _bytes_read()
-    offsets: array[int] = array("Q")
-    got = splitread.read_from_start(path, offsets)
+    marks = LineMarks()
+    got = splitread.read_from_start(path, marks)
     assert _bytes_read() - before < gib // 2  # the line's first 128 MiB, not its 1.5 GiB
-    whole_offsets: array[int] = array("Q")
-    _same(got, read_transcript(path, None, whole_offsets))
-    assert offsets == whole_offsets
+    whole_marks = LineMarks()
+    _same(got, read_transcript(path, None, whole_marks))
+    assert line_starts(path, marks) == line_starts(path, whole_marks)

@@ -13,13 +13,14 @@ import json
 import random
 import subprocess
 import sys
-from array import array
 from pathlib import Path
 
+from conftest import line_starts
 from rawlsp import RawServer
 from turnproc import ROOT
 
 from server.index.diagnostics import MAX_OF_A_KIND
+from storage.linemarks import LineMarks
 from storage.reader import read_transcript
 
 SID = "0b8f5f7e-5b7c-4d7e-9c1a-2f3e4d5c6b7a"
@@ -115,10 +116,10 @@ def test_runs_of_blank_lines_keep_every_line_number_and_offset(tmp_path: Path) -
         parts.append(b"\n" * rng.randrange(3))
         data = b"".join(parts)
         path.write_bytes(data)
-        offsets: array[int] = array("q")
-        read = read_transcript(path, line_offsets=offsets)
+        marks = LineMarks()
+        read = read_transcript(path, marks=marks)
         starts = [0] + [i + 1 for i, byte in enumerate(data) if byte == 10][:-1] if data else []
-        assert list(offsets) == starts
+        assert line_starts(path, marks) == starts
         lines = data.split(b"\n")
         assert [(r.line, r.offset) for r in read.rows] == [
             (n, starts[n]) for n, text in enumerate(lines) if text.startswith(b'{"type"')

@@ -207,9 +207,12 @@ def run_reader(body: str, path: Path) -> Any:
 
 
 READ = """
+from storage.linemarks import LineMarks
 from storage.reader import read_transcript
-offsets = []
-r = read_transcript(path, line_offsets=offsets)
+marks, first = LineMarks(), 0
+r = read_transcript(path, marks=marks)
+with open(path, "rb") as fh:  # every line's start, each looked up from the marks
+    offsets = [marks.start(fh, n) for n in range(first, marks.count)]
 problem = lambda p: None if p is None else [p.line, p.offset, p.length, p.message, p.torn, p.too_long]
 out = {
     "rows": [[row.uuid, row.line, row.offset, row.length] for row in r.rows],
@@ -254,8 +257,8 @@ def test_an_incremental_read_after_the_line_goes_on_from_it(middle: tuple[Path, 
     """The index reads on from where it stopped: a read from the long line's start gives the same rows after it."""
     path, offsets = middle
     body = READ.replace(
-        "r = read_transcript(path, line_offsets=offsets)",
-        f"from storage.reader import ReadState\nr = read_transcript(path, ReadState({offsets[2]}, 2), offsets)",
+        "r = read_transcript(path, marks=marks)",
+        f"from storage.reader import ReadState\nfirst = 2\nr = read_transcript(path, ReadState({offsets[2]}, 2), marks)",
     )
     out = run_reader(body, path)
     assert out["rows"] == _spans(offsets, [3, 4, 5], [BOUNDARY, U2, A2])

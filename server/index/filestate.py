@@ -1,16 +1,16 @@
-"""One transcript file in the index: identity, how far it was read, line offsets, link rows."""
+"""One transcript file in the index: identity, how far it was read, where its lines start, link rows."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import time
-from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from storage.countcache import fingerprint
 from storage.folderstamp import RACY_NS
+from storage.linemarks import LineMarks
 from storage.paths import AGENT_FILE_RE, is_session_file
 from storage.reader import LineProblem, ReadState, folded, read_transcript
 from storage.rows import Row
@@ -49,8 +49,8 @@ class FileState:
     print_: int = 0
     """Fingerprint of the head and of the bytes before `offset` (see `storage.countcache`)."""
     read: ReadState = field(default_factory=ReadState)
-    line_offsets: array[int] = field(default_factory=lambda: array("Q"))
-    """Byte offset of the start of each line (0-based line -> offset), the torn tail included."""
+    line_marks: LineMarks = field(default_factory=LineMarks)
+    """Where each line starts (0-based line -> offset), the torn tail included: sparse marks (`storage.linemarks`)."""
     transcript: Transcript = field(init=False)
     provisional: Row | None = None
     torn: LineProblem | None = None
@@ -80,7 +80,7 @@ class FileState:
 
     @property
     def line_count(self) -> int:
-        return len(self.line_offsets)
+        return self.line_marks.count
 
     def children(self) -> dict[str, list[Row]]:
         """parent uuid -> child rows in this file (built on first use, dropped on change)."""
@@ -90,7 +90,7 @@ class FileState:
 
     def reset(self) -> None:
         self.read = ReadState()
-        self.line_offsets = array("Q")
+        self.line_marks = LineMarks()
         self.transcript = Transcript(path=self.path)
         self.provisional = None
         self.torn = None
@@ -130,13 +130,12 @@ class FileState:
             return UNCHANGED
         self.inode, self.device, self.mtime_ns, self.ctime_ns = st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns
         self._drop_provisional()
-        del self.line_offsets[self.read.line :]
         if split and not self.read.offset and not self.read.tail:
             from server.index.splitread import read_from_start  # only for a command reading one file: forks
 
-            result = read_from_start(self.path, self.line_offsets)
+            result = read_from_start(self.path, self.line_marks)
         else:
-            result = read_transcript(self.path, self.read, self.line_offsets)
+            result = read_transcript(self.path, self.read, self.line_marks)
         self.transcript.problems[:] = folded(self.transcript.problems, result.problems)
         self.notes = [n for n in self.notes if n.line < self.read.line]
         self.notes.extend(result.notes)

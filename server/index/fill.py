@@ -3,7 +3,7 @@
 `check` of a folder and the language server's first index both read their unknown sessions through `fill`.
 Each session's files are read together on one worker (several workers when there are many files), which
 gives back everything the database keeps of them: each file's uuid table and the session's checks, with `rows`
-each file's state (link rows, line offsets, where reading stopped: the server's index, not `check`, which stays
+each file's state (link rows, line marks, where reading stopped: the server's index, not `check`, which stays
 as fast as a parse), and with `listing` each session file's summary and message
 count and each listed session's usage total. The caller's process stores them in one transaction as the
 tasks finish, so `check` answers from the checks, the server's index restores its files from the database as

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 from server.index.diagnostics import Diagnostic
 from storage.fileopen import open_regular
+from storage.linemarks import LineMarks
 
 MAX_LINE = 1 << 20
 
@@ -15,9 +15,10 @@ def utf16_len(data: bytes) -> int:
     return len(data.decode("utf-8", "replace").encode("utf-16-le")) // 2
 
 
-def locate(path: Path, diags: list[Diagnostic], line_offsets: Sequence[int]) -> None:
-    """Fill `start_char`/`end_char`: the value of `key` when found on the line, else the line."""
-    todo = [d for d in diags if d.start_char is None and 0 <= d.line < len(line_offsets)]
+def locate(path: Path, diags: list[Diagnostic], marks: LineMarks) -> None:
+    """Fill `start_char`/`end_char`: the value of `key` when found on the line (its first `MAX_LINE` bytes), else
+    the line."""
+    todo = [d for d in diags if d.start_char is None and 0 <= d.line < marks.count]
     if not todo:
         return
     try:
@@ -26,13 +27,8 @@ def locate(path: Path, diags: list[Diagnostic], line_offsets: Sequence[int]) -> 
         return
     with fh:
         for d in todo:
-            start = line_offsets[d.line]
-            end = line_offsets[d.line + 1] - 1 if d.line + 1 < len(line_offsets) else None
-            fh.seek(start)
-            raw = fh.read(MAX_LINE if end is None else min(MAX_LINE, end - start))
-            cut = raw.find(b"\n")
-            if cut >= 0:
-                raw = raw[:cut]
+            found = marks.line_bytes(fh, d.line, MAX_LINE)
+            raw = b"" if found is None else found[1]  # None: the file changed since it was read
             d.start_char, d.end_char = 0, utf16_len(raw)
             if d.key:
                 at = raw.find(b'"' + d.key.encode() + b'":')

@@ -1,6 +1,6 @@
 """What the index keeps in the persistent database: each file's state and each session's checks.
 
-A file's state is its link rows, line offsets, problems and where reading stopped, as msgpack; it is
+A file's state is its link rows, line marks, problems and where reading stopped, as msgpack; it is
 restored only when the file's identity says it is the same file, unchanged or appended to (then reading
 resumes from the stored offset). A session's checks (diagnostics and unresolved links) are stored with the
 identities of the files they were computed from and reused only while those identities hold.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from array import array
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from server.index.diagnostics import Diagnostic, Related
 from server.index.filestate import FileState
 from storage.folderstamp import settled
 from storage.indexdb import APPENDED, SAME, Identity, IndexDB, compare
+from storage.linemarks import LineMarks
 from storage.paths import decodable
 from storage.reader import LineProblem, ReadState
 from storage.rows import Row
@@ -37,7 +37,8 @@ class SavedHead(msgspec.Struct, array_like=True, gc=False):
     offset: int
     line: int
     tail: bytes
-    line_offsets: bytes
+    line_marks: bytes
+    """`LineMarks.to_bytes`."""
     size: int
     torn: LineProblem | None
     mtime_ns: int
@@ -68,7 +69,7 @@ def dump_file(state: FileState) -> tuple[bytes, bytes]:
         r.offset,
         r.line,
         r.tail,
-        state.line_offsets.tobytes(),
+        state.line_marks.to_bytes(),
         state.size,
         state.torn,
         state.mtime_ns,
@@ -85,7 +86,7 @@ class StoredFileState(FileState):
 
     `transcript` and `provisional` are loaded on first access through `loader` (the stored state of this
     file); `unload` drops them again once they are stored. Everything else (identity, read state, line
-    offsets, torn tail) stays in memory, so refreshing an unchanged file touches no rows."""
+    marks, torn tail) stays in memory, so refreshing an unchanged file touches no rows."""
 
     _t: Transcript | None
     _prov: Row | None
@@ -183,9 +184,7 @@ def load_file(
     state = StoredFileState(path)
     state.inode, state.device, state.size = identity.ino, identity.dev, saved.size
     state.read = ReadState(saved.offset, saved.line, saved.tail)
-    offsets = array("Q")
-    offsets.frombytes(saved.line_offsets)
-    state.line_offsets = offsets
+    state.line_marks = LineMarks.from_bytes(saved.line_marks)
     state.torn = saved.torn
     state.mtime_ns, state.print_, state.notes = saved.mtime_ns, saved.print_, list(saved.notes)
     state.mtime_settled, state.ctime_ns = saved.mtime_settled, saved.ctime_ns

@@ -5,7 +5,7 @@ For a command that reads one session the file is the whole work (`chain` of a 15
 0.35 s of 0.6 s), and the second core sits idle. Both halves read the one descriptor opened here (the worker
 inherits it and reads with `pread`, `linechunks.FileSpan`), so they read the same file whatever is renamed or
 linked meanwhile. The child starts its lines at number 1 (never the first line's BOM rule) and gives back rows,
-problems and line offsets packed with msgpack; their line numbers are moved by the first half's count here. When
+problems and line marks packed with msgpack; their line numbers are moved by the first half's count here. When
 the child fails (killed, out of memory), its half is read here.
 """
 
@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-from array import array
-from collections.abc import MutableSequence
 from functools import partial
 from pathlib import Path
 
@@ -23,6 +21,7 @@ import msgspec
 from server.index.forked import Child, ChildFailed, in_worker
 from storage.fileopen import open_regular
 from storage.linechunks import FileSpan, LongLine
+from storage.linemarks import LineMarks
 from storage.reader import LineProblem, ReadResult, ReadState, folded, read_transcript, too_long_problem
 from storage.rows import Row
 
@@ -46,35 +45,34 @@ class _Half(msgspec.Struct, array_like=True, gc=False):
     offset: int
     line: int
     tail: bytes
-    line_offsets: bytes
+    line_marks: bytes
 
 
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(_Half).decode
 
 
-def read_from_start(path: Path, line_offsets: MutableSequence[int] | None = None) -> ReadResult:
-    """`read_transcript(path, None, line_offsets)`, on two processes when the file is big enough."""
+def read_from_start(path: Path, marks: LineMarks | None = None) -> ReadResult:
+    """`read_transcript(path, None, marks)`, on two processes when the file is big enough."""
     with open_regular(path) as fh:
         fd = fh.fileno()
         middle = None if in_worker() else _middle(fd, os.fstat(fd).st_size)
         if middle is None:
-            return read_transcript(path, None, line_offsets, span=FileSpan(fd, 0))
+            return read_transcript(path, None, marks, span=FileSpan(fd, 0))
         with Child(partial(_read_half, path, fd, middle)) as child:
-            had = len(line_offsets) if line_offsets is not None else 0
-            first = read_transcript(path, None, line_offsets, span=FileSpan(fd, 0, middle))
+            first = read_transcript(path, None, marks, span=FileSpan(fd, 0, middle))
             if first.state.offset != middle or first.state.tail:
                 # the file no longer reaches its middle with a whole line (shrunk or rewritten since it was
                 # measured): the child's half does not follow this one, so it is read here whole, as one read does
-                if line_offsets is not None:
-                    del line_offsets[had:]
-                return read_transcript(path, None, line_offsets, span=FileSpan(fd, 0))
+                if marks is not None:
+                    marks.clear()
+                return read_transcript(path, None, marks, span=FileSpan(fd, 0))
             try:
                 second = _decode(child.result())
             except (ChildFailed, msgspec.DecodeError):
                 log.warning("reading the second half of %s on a forked child failed; read here", path, exc_info=True)
                 second = _half(path, fd, middle)
-    return _joined(first, second, line_offsets)
+    return _joined(first, second, marks)
 
 
 def _middle(fd: int, size: int) -> int | None:
@@ -91,8 +89,8 @@ def _middle(fd: int, size: int) -> int | None:
 
 
 def _half(path: Path, fd: int, middle: int) -> _Half:
-    offsets: array[int] = array("Q")
-    r = read_transcript(path, ReadState(middle, 1), offsets, span=FileSpan(fd, middle))
+    marks = LineMarks()
+    r = read_transcript(path, ReadState(middle, 1), marks, span=FileSpan(fd, middle))
     return _Half(
         r.rows,
         r.problems,
@@ -102,7 +100,7 @@ def _half(path: Path, fd: int, middle: int) -> _Half:
         r.state.offset,
         r.state.line,
         r.state.tail,
-        offsets.tobytes(),
+        marks.to_bytes(),
     )
 
 
@@ -111,7 +109,7 @@ def _read_half(path: Path, fd: int, middle: int) -> bytes:
     return _encode(_half(path, fd, middle))
 
 
-def _joined(first: ReadResult, second: _Half, line_offsets: MutableSequence[int] | None) -> ReadResult:
+def _joined(first: ReadResult, second: _Half, marks: LineMarks | None) -> ReadResult:
     """The second half's lines after the first's: renumbered, appended."""
     base = first.state.line - 1
     for row in second.rows:
@@ -125,11 +123,8 @@ def _joined(first: ReadResult, second: _Half, line_offsets: MutableSequence[int]
             problem.message = too_long_problem(
                 problem.line, LongLine(problem.offset, problem.length), torn=problem.torn
             ).message
-    if line_offsets is not None:
-        if isinstance(line_offsets, array):
-            line_offsets.frombytes(second.line_offsets)
-        else:
-            line_offsets.extend(array("Q", second.line_offsets))
+    if marks is not None:
+        marks.joined(LineMarks.from_bytes(second.line_marks), base)
     first.rows.extend(second.rows)
     first.problems = folded(first.problems, second.problems)
     first.notes.extend(second.notes)

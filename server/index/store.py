@@ -107,7 +107,7 @@ def session_key(path: Path) -> SessionKey:
 
 
 class ProjectIndex:
-    """Per file: identity, offset read, line offsets, link rows; per session: checks; across files:
+    """Per file: identity, offset read, line marks, link rows; per session: checks; across files:
     uuid lookups and the links that cross files. Thread-safe through `lock`.
 
     With `persist` (the default; off under SESSION_LSP_NO_CACHE) files and session checks are kept in the
@@ -579,7 +579,7 @@ class ProjectIndex:
                 return []
             out = list(self._session_diagnostics(session_key(p)).get(p, ()))
         if ranges:
-            locate(p, out, self.files[p].line_offsets)
+            locate(p, out, self.files[p].line_marks)
         return out
 
     def all_diagnostics(self) -> list[Diagnostic]:
