@@ -253,3 +253,29 @@ def test_diagnostic_ranges_are_those_of_every_line_marked(tmp_path: Path, monkey
     assert sum(len(r) for r in seen["every"]) > 50
     padded_ranges = [r for ranges in seen["every"][-2:] for r in ranges]
     assert sum(1 for r in padded_ranges if r[2] == "dangling-parent" and r[3] not in (None, 0)) > 20
+
+
+def test_stored_marks_that_do_not_end_where_the_read_stopped_are_damage(tmp_path: Path) -> None:
+    """A stored state whose marks disagree with its read state (a damaged value that still decodes) is not restored:
+    its next append would be read at the wrong line. `load_file` raises what the index takes for damage (the
+    database is rebuilt, the file read again)."""
+    import msgspec
+
+    from server.index.filestate import FileState
+    from server.index.saved import SavedHead, dump_file, load_file
+    from storage.indexdb import DAMAGE, Identity
+
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"type":"user","uuid":"a","parentUuid":null,"message":{"content":"hi"}}\n' * 300)
+    state = FileState(path)
+    state.refresh()
+    head, _ = dump_file(state)
+    identity = Identity.of(path, os.stat(path))
+    assert load_file(path, identity, head, lambda: None).line_count == 300  # as stored: restored
+    saved = msgspec.msgpack.decode(head, type=SavedHead)
+    other = FileState(path)
+    path.write_bytes(path.read_bytes()[: 200 * 72])
+    other.refresh()  # marks of 200 lines, under a read state of 300
+    bad = msgspec.msgpack.encode(msgspec.structs.replace(saved, line_marks=other.line_marks.to_bytes()))
+    with pytest.raises(DAMAGE):
+        load_file(path, identity, bad, lambda: None)

@@ -185,6 +185,8 @@ def load_file(
     state.inode, state.device, state.size = identity.ino, identity.dev, saved.size
     state.read = ReadState(saved.offset, saved.line, saved.tail)
     state.line_marks = LineMarks.from_bytes(saved.line_marks)
+    if (state.line_marks.lines, state.line_marks.end) != (saved.line, saved.offset - len(saved.tail)):
+        raise ValueError("line marks that do not end where the read stopped")  # damaged: the database is rebuilt
     state.torn = saved.torn
     state.mtime_ns, state.print_, state.notes = saved.mtime_ns, saved.print_, list(saved.notes)
     state.mtime_settled, state.ctime_ns = saved.mtime_settled, saved.ctime_ns
