@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import threading
+import time
 import uuid as uuidlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,8 @@ from server.agent.providers.cli_trust import setting_source_args
 from server.agent.request import TurnRequest
 from server.agent.tools import READ_ONLY, WRITERS
 from server.agent.tools.base import SERVER_SECRETS
+from server.agent.tools.bash import DRAIN_S
+from server.agent.tools.drain import DRAIN
 from server.agent.tools.processes import Supervised, kill_tree
 from storage.admission import admit
 from storage.errors import InvalidArgument
@@ -152,16 +156,19 @@ class ClaudeCliProvider:
     ) -> TurnResult:
         """Run the CLI and relay its stream; `resumed`: the file it appends to (a resume), else it writes a new session
         in `cwd`'s project folder (a new session, a fork)."""
-        run = Supervised(cmd, cwd=cwd, env=env, text=True, encoding="utf-8", errors="replace")
+        run = Supervised(cmd, cwd=cwd, env=env)
         proc = run.proc  # the supervisor: the CLI and all it starts end with this process, however it ends
         unregister = cancel.on_cancel(lambda: _interrupt(proc))
-        stderr: list[str] = []
-        reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read() if proc.stderr else ""), daemon=True)
-        reader.start()
+        # both streams read by the drain's thread, never to their end only: a job the CLI's Bash left may hold them
+        # (`/proc/$PPID/fd/1`), and the turn ends `DRAIN_S` after the CLI did, as a Bash call does after its command
+        chunks: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        stdout_ended = DRAIN.read(proc.stdout, chunks.put) if proc.stdout is not None else None
+        stderr = _Kept()
+        stderr_ended = DRAIN.read(proc.stderr, stderr.take) if proc.stderr is not None else None
         result = TurnResult(session_id, "", provider=self.name, model=self.model)
         final: dict[str, Any] = {}
         try:
-            for line in proc.stdout or []:
+            for line in _lines(chunks, stdout_ended, run):
                 event = _parse(line)
                 if event is None:
                     continue
@@ -174,7 +181,8 @@ class ClaudeCliProvider:
         finally:
             returncode = run.wait()  # the CLI's own status; what it left in the background may run on
             unregister()
-            reader.join(timeout=5)
+            if stderr_ended is not None:
+                stderr_ended.wait(DRAIN_S)  # what it said last, for the error below
         result.session_id = final.get("session_id") or result.session_id
         path = resumed or projects / project_folder_name(resolve_cwd(cwd)) / f"{result.session_id}.jsonl"
         result.path = str(path)
@@ -182,7 +190,7 @@ class ClaudeCliProvider:
             result.cancelled = True
             result.stop_reason = "cancelled"
         elif returncode != 0 or final.get("is_error"):
-            message = final.get("result") or "".join(stderr).strip() or f"exit status {returncode}"
+            message = final.get("result") or stderr.text().strip() or f"exit status {returncode}"
             raise ProviderError(f"claude failed: {message}")
         else:
             result.stop_reason = final.get("stop_reason") or "end_turn"
@@ -239,6 +247,55 @@ def _uuids(path: Path) -> list[str]:
     return [r.uuid for r in Transcript.load(path).rows if r.uuid and r.is_chain_row]
 
 
+LINES_POLL_S = 0.05
+"""How often the stream's reader looks whether the CLI ended, while no output comes."""
+STDERR_KEEP = 64 * 1024
+"""Bytes of the CLI's standard error kept for the error a failed turn reports."""
+
+
+def _lines(chunks: queue.SimpleQueue[bytes], ended: threading.Event | None, run: Supervised) -> Iterator[str]:
+    """The CLI's output, line by line, until its end of file, or `DRAIN_S` after the CLI itself ended: what it
+    left running may hold the pipe for good (its last lines are in the pipe before it ends)."""
+    pending = b""
+    exited: float | None = None
+    while ended is not None:
+        try:
+            chunk = chunks.get(timeout=LINES_POLL_S)
+        except queue.Empty:
+            if ended.is_set() and chunks.empty():
+                break  # every chunk is put before the end is set
+            if exited is None:
+                try:
+                    run.wait(timeout=0)
+                except subprocess.TimeoutExpired:
+                    continue
+                exited = time.monotonic()
+            elif time.monotonic() - exited >= DRAIN_S:
+                break
+            continue
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            yield line.decode("utf-8", errors="replace")
+    if pending:
+        yield pending.decode("utf-8", errors="replace")
+
+
+class _Kept:
+    """The first `STDERR_KEEP` bytes of a stream (given by the drain's thread)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.size = 0
+
+    def take(self, chunk: bytes) -> None:
+        if self.size < STDERR_KEEP:
+            self.chunks.append(chunk[: STDERR_KEEP - self.size])
+            self.size += len(self.chunks[-1])
+
+    def text(self) -> str:
+        return b"".join(list(self.chunks)).decode("utf-8", errors="replace")
+
+
 def _parse(line: str) -> dict[str, Any] | None:
     try:
         value = json.loads(line)
@@ -282,7 +339,7 @@ def _relay(event: dict[str, Any], on_event: Callable[[TurnEvent], None]) -> None
             )
 
 
-def _interrupt(proc: subprocess.Popen[str]) -> None:
+def _interrupt(proc: subprocess.Popen[bytes]) -> None:
     """SIGINT the CLI's process group (it records the interruption): its supervisor, alone in its own group, passes
     it on; then kill the whole tree if it lingers."""
 
