@@ -59,3 +59,35 @@ def test_resume_of_a_local_session_runs_in_its_own_cwd_not_a_stores(tmp_path: Pa
     rec = json.loads(out.read_text())
     assert rec.get("cwd") == str(local), rec
     assert rec.get("info_cwd") == str(local), rec
+
+
+STORE_ONLY = """
+local out = vim.env.SLSP_OUT
+local M = require('session_lsp').setup({ autostart = false, terminal_insert = false,
+  claude_cmd = { 'sh', '-c', 'exit 0', 'claude' } })
+local function done(rec) local f = io.open(out, 'w'); f:write(vim.fn.json_encode(rec)); f:close(); vim.cmd('qa!') end
+M.remember_sessions({
+  { sessionId = vim.env.SLSP_SID, path = '/mirror/s.jsonl', cwd = vim.env.SLSP_PLANTED, storeId = 'team', readOnly = true },
+})
+M.resume(vim.env.SLSP_SID, function(_, _, cwd) done({ cwd = cwd }) end)
+vim.defer_fn(function() done({ terminal = vim.bo.buftype == 'terminal' }) end, 500)
+"""
+
+
+def test_a_store_session_is_not_resumed_in_the_cwd_its_rows_record(tmp_path: Path) -> None:
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    script, out = tmp_path / "t.lua", tmp_path / "out.json"
+    script.write_text(STORE_ONLY)
+    env = {**os.environ, "SLSP_OUT": str(out), "SLSP_SID": SID, "SLSP_PLANTED": str(planted)}
+    assert NVIM is not None
+    subprocess.run(
+        [NVIM, "--headless", "--clean", "--cmd", f"set rtp^={PLUGIN}", "-c", f"luafile {script}"],
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+    )
+    assert json.loads(out.read_text()) == {"terminal": False}

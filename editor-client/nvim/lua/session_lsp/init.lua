@@ -639,6 +639,10 @@ function M.resume(arg, callback)
     return err('no session here: give a session id, or run it from a transcript or the :Sessions list')
   end
   find_session(target, function(s)
+    if val(s.storeId) or val(s.readOnly) == true then
+      -- a store's session is not here to resume, and its cwd is whoever wrote to the store's choice
+      return err('a session of a session store cannot be resumed here: pull it first')
+    end
     local cwd = val(s.cwd)
     if not is_dir(cwd) then
       warn(string.format(
