@@ -231,21 +231,32 @@ def command_of(text: str) -> dict[str, Any]:
     return {}
 
 
+def _count(value: Any) -> int:
+    """A line number or count the editors draw as one: what the transcript holds if it is one, else 0 (the file is
+    anyone's JSON: a string there went into the VS Code panel's HTML as it was, and broke Neovim's `%d`)."""
+    return value if type(value) is int and value >= 0 else 0
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def diff_of(name: str, tool_input: dict[str, Any], result: Any) -> dict[str, Any] | None:
     """The patch an edit made, from the result row's `toolUseResult` (as the CLI records it):
     `structuredPatch` hunks; a Write that created a file has none, so its content is all added."""
     if name not in EDIT_TOOLS or not isinstance(result, dict):
         return None
     file_path = result.get("filePath") or tool_input.get("file_path") or tool_input.get("notebook_path")
+    patch = _list(result.get("structuredPatch"))
     hunks = [
         {
-            "oldStart": h.get("oldStart"),
-            "oldLines": h.get("oldLines"),
-            "newStart": h.get("newStart"),
-            "newLines": h.get("newLines"),
-            "lines": [str(x) for x in h.get("lines", []) if isinstance(x, str)],
+            "oldStart": _count(h.get("oldStart")),
+            "oldLines": _count(h.get("oldLines")),
+            "newStart": _count(h.get("newStart")),
+            "newLines": _count(h.get("newLines")),
+            "lines": [x for x in _list(h.get("lines")) if isinstance(x, str)],
         }
-        for h in result.get("structuredPatch") or []
+        for h in patch
         if isinstance(h, dict)
     ]
     created = result.get("type") == "create"
@@ -430,8 +441,8 @@ class ItemMaker:
         item = self.base(row, "compaction", 0, pos)
         item.update(
             text=str(entry.get("content") or "Conversation compacted"),
-            trigger=meta.get("trigger"),
-            preTokens=meta.get("preTokens"),
+            trigger=found if isinstance(found := meta.get("trigger"), str) else None,
+            preTokens=found if type(found := meta.get("preTokens")) is int else None,
         )
         return item
 

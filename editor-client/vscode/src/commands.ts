@@ -10,7 +10,7 @@ import { TurnPanel } from './turnPanel';
 import { ConversationPanel } from './conversationPanel';
 import { accumulateProgress, isInside } from './lib/command';
 import { CONVERSATION_SCHEME, parseLink } from './lib/conversationLink';
-import { isValidSessionId, requireSessionId, resumeCommandLine, sessionIdFromPath } from './lib/ids';
+import { isValidSessionId, requireSessionId, resumeCommandLine, resumeRefusal, sessionIdFromPath } from './lib/ids';
 import { appendedRows, oneLine, projectLabel, relativeTime, unmarkSnippet } from './lib/format';
 import {
   ForkResult,
@@ -297,6 +297,10 @@ export class Commands {
     }
     const commandLine = resumeCommandLine(t.sessionId);
     const info = t.info ?? (await this.infoFor(t.sessionId));
+    const refused = resumeRefusal(info);
+    if (refused) {
+      throw new Error(refused);
+    }
     let cwd = info?.cwd ?? undefined;
     if (!cwd || !isDirectory(cwd)) {
       const fallback = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();

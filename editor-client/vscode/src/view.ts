@@ -14,6 +14,7 @@ import {
   Node,
   ProjectNode,
   SessionNode,
+  sessionsById,
 } from './lib/tree';
 
 interface CachedTree {
@@ -145,7 +146,7 @@ export class SessionsProvider implements vscode.TreeDataProvider<Node>, vscode.D
       const changesBefore = this.changes;
       const result = await this.server.request<SessionsListResult>(Methods.list, { partial: true });
       const sessions = Array.isArray(result?.sessions) ? result.sessions : [];
-      this.sessionsById = new Map(sessions.map((s) => [s.sessionId, s]));
+      this.sessionsById = sessionsById(sessions);
       this.projects = buildSessionTree(sessions);
       this.nodesById = new Map(allSessions(this.projects).map((n) => [n.info.sessionId, n]));
       for (const n of this.nodesById.values()) {

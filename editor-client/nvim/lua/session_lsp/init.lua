@@ -476,10 +476,28 @@ function M.format_session(s)
   return table.concat(parts, ' │ ')
 end
 
+--- Remember a sessions/list answer's sessions by id: the first of an id, the local folder's (listed before any
+--- store's). Anyone who can write to a store picks its ids: with the last winning, :SessionResume on a local
+--- transcript ran claude in the cwd the store's rows record.
+function M.remember_sessions(sessions)
+  local seen = {}
+  for _, s in ipairs(sessions) do
+    if type(s) == 'table' and type(s.sessionId) == 'string' and not seen[s.sessionId] then
+      seen[s.sessionId] = true
+      state.sessions[s.sessionId] = s
+    end
+  end
+end
+
+--- The session `id` as the last list gave it (nil if not listed).
+function M.session_info(id)
+  return state.sessions[id]
+end
+
 local function set_session_list(sessions, action, id)
   local items, ids = {}, {}
+  M.remember_sessions(sessions)
   for _, s in ipairs(sessions) do
-    state.sessions[s.sessionId] = s
     -- a store session opens as its read-only `session-store:` document
     local file = val(s.uri) or s.path
     table.insert(items, { filename = file, lnum = 1, col = 1, text = M.format_session(s) })
@@ -609,9 +627,7 @@ local function find_session(session, callback)
     return callback(session)
   end
   M.request('sessions/list', { projectsDir = M.projects_dir() }, function(_, result)
-    for _, s in ipairs((result and val(result.sessions)) or {}) do
-      state.sessions[s.sessionId] = s
-    end
+    M.remember_sessions((result and val(result.sessions)) or {})
     callback(state.sessions[session.sessionId] or session)
   end)
 end
@@ -623,6 +639,10 @@ function M.resume(arg, callback)
     return err('no session here: give a session id, or run it from a transcript or the :Sessions list')
   end
   find_session(target, function(s)
+    if val(s.storeId) or val(s.readOnly) == true then
+      -- a store's session is not here to resume, and its cwd is whoever wrote to the store's choice
+      return err('a session of a session store cannot be resumed here: pull it first')
+    end
     local cwd = val(s.cwd)
     if not is_dir(cwd) then
       warn(string.format(

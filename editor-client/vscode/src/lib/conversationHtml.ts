@@ -56,9 +56,10 @@ export function toolSummary(name: string, input: Record<string, unknown>): strin
 export function diffHtml(filePath: string, hunks: DiffHunk[], created: boolean): string {
   const rows: string[] = [];
   for (const h of hunks) {
-    rows.push(`<div class="hunk">@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@</div>`);
-    let oldNo = h.oldStart;
-    let newNo = h.newStart;
+    // the numbers are the transcript's (toolUseResult.structuredPatch): text like the rest, whatever they hold
+    rows.push(`<div class="hunk">@@ -${attr(h.oldStart)},${attr(h.oldLines)} +${attr(h.newStart)},${attr(h.newLines)} @@</div>`);
+    let oldNo = Number(h.oldStart) || 0;
+    let newNo = Number(h.newStart) || 0;
     for (const line of h.lines) {
       const sign = line.charAt(0);
       const kind = sign === '+' ? 'add' : sign === '-' ? 'del' : 'ctx';
@@ -163,7 +164,8 @@ function itemBody(item: ConversationItem, ctx: RenderContext): { cls: string; ht
     case 'tool':
       return { cls: 'tool-item', html: toolHtml(item) };
     case 'compaction': {
-      const bits = [item.trigger, item.preTokens ? `${item.preTokens.toLocaleString('en-US')} tokens before` : ''].filter(Boolean).join(', ');
+      const pre = typeof item.preTokens === 'number' && item.preTokens ? `${item.preTokens.toLocaleString('en-US')} tokens before` : '';
+      const bits = [typeof item.trigger === 'string' ? item.trigger : '', pre].filter(Boolean).join(', ');
       return { cls: 'compaction', html: `<div class="sep"><span>${esc(item.text ?? 'Conversation compacted')}${bits ? ` (${esc(bits)})` : ''}</span></div>` };
     }
     case 'summary':

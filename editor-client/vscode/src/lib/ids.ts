@@ -30,3 +30,9 @@ export function sessionIdFromPath(p: string): string | undefined {
   }
   return undefined;
 }
+
+/** Why a session cannot be resumed in a terminal here, or undefined: a store's session is not in the projects
+ * folder (claude would not find it), and the cwd its rows record is whoever wrote to the store's choice. */
+export function resumeRefusal(info: { storeId?: string | null; readOnly?: boolean } | undefined): string | undefined {
+  return info?.storeId || info?.readOnly ? 'a session of a session store cannot be resumed here: pull it first' : undefined;
+}

@@ -56,6 +56,22 @@ function byModifiedDesc(a: SessionNode, b: SessionNode): number {
   return modifiedKey(b.info) - modifiedKey(a.info) || a.info.sessionId.localeCompare(b.info.sessionId);
 }
 
+/**
+ * Each listed session by its id, as the tree shows it: the first of an id (sessions/list gives the local folder's
+ * before any store's). A store's session of the same id (anyone who can write to the store can take any id) is not the
+ * one the person has open: a later entry winning made Run Agent Turn on a local transcript run in the store (its rows,
+ * pushing what the turn read there) and Resume in Terminal use the cwd the store's rows record.
+ */
+export function sessionsById(sessions: SessionInfo[]): Map<string, SessionInfo> {
+  const out = new Map<string, SessionInfo>();
+  for (const s of sessions) {
+    if (s && typeof s.sessionId === 'string' && !out.has(s.sessionId)) {
+      out.set(s.sessionId, s);
+    }
+  }
+  return out;
+}
+
 export function buildSessionTree(sessions: SessionInfo[]): ProjectNode[] {
   const nodes = new Map<string, SessionNode>();
   for (const info of sessions) {

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import { markdown } from '../../src/lib/markdown';
 import { diffHtml, renderApiForm, renderItems, tokens, toolSummary } from '../../src/lib/conversationHtml';
-import type { ConversationItem } from '../../src/lib/protocol';
+import type { ConversationItem, DiffHunk } from '../../src/lib/protocol';
 
 const base = { uuid: 'u1', line: 4, segment: 0, hidden: false, time: '2026-11-30T14:49:09.785Z' };
 
@@ -76,4 +76,22 @@ test('created files, tokens, summaries of tool inputs and the API form', () => {
   assert.match(api, /What the model saw on resume: 2 messages/);
   assert.match(api, /2\. system \(empty: the effort carrier\)/);
   assert.match(api, /hi &lt;there&gt;/);
+});
+
+test("a hunk's numbers from the transcript are text, never markup (toolUseResult.structuredPatch is anyone's JSON)", () => {
+  // the server passed structuredPatch's oldStart/oldLines/newStart/newLines through as recorded: a string there
+  // was put into the webview's innerHTML as it was
+  const evil = '<a href="https://evil.example/">click</a><details data-subagent="/home/me/.ssh/id_rsa" data-id="x">';
+  const hunk = { oldStart: evil, oldLines: '<b>2</b>', newStart: 1, newLines: 1, lines: ['+x'] } as unknown as DiffHunk;
+  const html = diffHtml('/w/a.txt', [hunk], false);
+  assert.doesNotMatch(html, /<a |<details|<b>/);
+  assert.match(html, /<div class="hunk">@@ -&lt;a href=&quot;https:\/\/evil.example\/&quot;&gt;click/);
+  // a number that is not one does not break the rows after it
+  assert.match(html, /<div class="dl add"><span class="ln"><\/span><span class="ln">1<\/span><span class="tx">\+x<\/span><\/div>/);
+});
+
+test('a compaction whose preTokens is not a number still renders (an object with a toLocaleString key threw)', () => {
+  const item = { ...base, id: 'k', kind: 'compaction', text: 'Conversation compacted', trigger: 'auto', preTokens: { toLocaleString: 1 } } as unknown as ConversationItem;
+  const html = renderItems([item], { path: '/x.jsonl' });
+  assert.match(html, /Conversation compacted/);
 });

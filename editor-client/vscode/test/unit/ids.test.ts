@@ -47,3 +47,11 @@ test('session id from a transcript path', () => {
   assert.equal(sessionIdFromPath(`/p/${ID}/subagents/agent-a88b3ce23b875db07.jsonl`), undefined);
   assert.equal(sessionIdFromPath(`/p/${ID}.json`), undefined);
 });
+
+test('a store session is never resumed in a terminal (its cwd is the store writer\'s); a local one is', async () => {
+  const { resumeRefusal } = await import('../../src/lib/ids');
+  assert.match(resumeRefusal({ storeId: 'team', readOnly: true }) ?? '', /pull it first/);
+  assert.match(resumeRefusal({ readOnly: true }) ?? '', /pull it first/);
+  assert.equal(resumeRefusal({}), undefined);
+  assert.equal(resumeRefusal(undefined), undefined);
+});

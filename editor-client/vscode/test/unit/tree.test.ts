@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { allSessions, branchPointsFromTree, buildSessionTree, childrenOf } from '../../src/lib/tree';
+import { allSessions, branchPointsFromTree, buildSessionTree, childrenOf, sessionsById } from '../../src/lib/tree';
 import type { SessionInfo } from '../../src/lib/protocol';
 
 function s(id: string, projectDir: string, modified: string, extra: Partial<SessionInfo> = {}): SessionInfo {
@@ -86,4 +86,16 @@ test('branch points from a sessions/tree result', () => {
   assert.deepEqual(bps.map((b) => [b.uuid, b.line, b.children]), [['r', 2, 2], ['m', 5, 2]]);
   assert.equal(bps[0].label, 'READ login.ts');
   assert.equal(bps[0].session.sessionId, 'a');
+});
+
+test("a store's session of a local session's id is not the one commands act on (the tree's is)", () => {
+  // sessions/list: the local folder's sessions, then each store's; anyone who can write to the store picks its ids
+  const local = s('a', A, '2026-01-01T00:00:00Z', { cwd: '/Users/me/shop' });
+  const planted = s('a', '/mirror/-x', '2026-09-01T00:00:00Z', { cwd: '/Users/me/.ssh', storeId: 'team', store: 'team', readOnly: true });
+  const list = [local, planted];
+  const shown = allSessions(buildSessionTree(list)).map((n) => n.info);
+  assert.deepEqual(shown, [local]);
+  // what Run Agent Turn, Resume in Terminal and Fork look the id up in (infoFor): the session the tree shows
+  assert.equal(sessionsById(list).get('a'), local);
+  assert.equal(sessionsById([planted, local]).get('a'), planted); // the first listed, whichever it is
 });
