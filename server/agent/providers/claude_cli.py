@@ -256,7 +256,7 @@ STDERR_KEEP = 64 * 1024
 def _lines(chunks: queue.SimpleQueue[bytes], ended: threading.Event | None, run: Supervised) -> Iterator[str]:
     """The CLI's output, line by line, until its end of file, or `DRAIN_S` after the CLI itself ended: what it
     left running may hold the pipe for good (its last lines are in the pipe before it ends)."""
-    pending = b""
+    pending: list[bytes] = []
     exited: float | None = None
     while ended is not None:
         try:
@@ -273,11 +273,18 @@ def _lines(chunks: queue.SimpleQueue[bytes], ended: threading.Event | None, run:
             elif time.monotonic() - exited >= DRAIN_S:
                 break
             continue
-        *lines, pending = (pending + chunk).split(b"\n")
+        if b"\n" not in chunk:  # a long line comes in many chunks: joined once, when it ends
+            pending.append(chunk)
+            continue
+        first, *lines = chunk.split(b"\n")
+        pending.append(first)
+        yield b"".join(pending).decode("utf-8", errors="replace")
+        pending = [lines.pop()]
         for line in lines:
             yield line.decode("utf-8", errors="replace")
-    if pending:
-        yield pending.decode("utf-8", errors="replace")
+    rest = b"".join(pending)
+    if rest:
+        yield rest.decode("utf-8", errors="replace")
 
 
 class _Kept:
