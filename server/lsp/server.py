@@ -1010,7 +1010,8 @@ async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
             waiting = asyncio.wrap_future(future)
             result = await asyncio.shield(waiting)
         except asyncio.CancelledError:
-            token.cancel()
+            # off the event loop: a tool's cancel kills its process tree, rounds of /proc walks and a wait
+            await asyncio.to_thread(token.cancel)
             done, _ = await asyncio.wait({waiting}, timeout=CANCEL_GRACE)
             if not done:
                 log.warning("a cancelled turn is still recording its interruption; answering now")
