@@ -120,7 +120,7 @@ def fork_session(
     if title is not None:
         tail.append({"type": "custom-title", "customTitle": title, "sessionId": new_sid})
     data = b"".join(dump_line(e) for e in entries + tail)
-    if keep_origin and from_store(Path(projects_dir).parent, source.stem):
-        mark_from_store(Path(projects_dir).parent, new_sid)
+    if keep_origin and from_store(projects_dir, source.stem):
+        mark_from_store(projects_dir, new_sid)
     append_lines(target, data, fsync=fsync)
     return new_sid, target

@@ -65,6 +65,6 @@ async def fork_store_session(
     if projects_dir is None:
         raise ValueError("a local fork needs the projects folder")
     target = Path(projects_dir) / project_key / f"{new_sid}.jsonl"
-    mark_from_store(Path(projects_dir).parent, new_sid)  # its recorded cwd is the store's (`storage.storeorigin`)
+    mark_from_store(projects_dir, new_sid)  # its recorded cwd is the store's (`storage.storeorigin`)
     write_files(Path(projects_dir), {target: data})
     return StoreFork(new_sid, project_key, into, str(target), len(rows))

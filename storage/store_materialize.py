@@ -161,7 +161,7 @@ def write_session(projects_dir: Path, session: StoreSession, *, scratch: bool = 
         raise InvalidArgument(f"the store's session id {session.session_id!r} is not a session id; not written")
     files = {Path(projects_dir) / rel: data for rel, data in session_files(session).items()}
     if not scratch:  # its recorded cwd is the store's data (`storage.storeorigin`), marked before a byte is written
-        mark_from_store(Path(projects_dir).parent, session.session_id)
+        mark_from_store(projects_dir, session.session_id)
     if scratch:
         _write_scratch(projects_dir, files)
         return Path(projects_dir) / session.project_key / f"{session.session_id}.jsonl"

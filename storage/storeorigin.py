@@ -8,6 +8,12 @@ transcript, and the next push sent it to the store (`tests/test_trust_store_cwd.
 id is marked below the config home, `<config>/session-lsp/from-store/<id>` (an empty 0600 file, the folders
 0700, reached taking no symlink), before its first byte is written; a turn of a marked session needs the
 person's own `cwd`. A session pulled before marks existed is not marked.
+
+`<config>` is the parent of the projects folder's REAL path (`storage.paths.real_root`, every symlink resolved),
+whatever name the caller reached the projects folder by: `~/.claude/projects` a link to `/data/projects`, a
+`pull --projects-dir /data/projects` and a server on `~/.claude/projects` mark and look in one place. Marks were
+once made below the parent of the name as written; those still count (`from_store` looks there too, and below
+the default config home when its projects folder is the same folder): never less strict.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from pathlib import Path
 
 from storage.errors import InvalidArgument
 from storage.locking import FILE_MODE, open_private_below
-from storage.paths import UUID_RE
+from storage.paths import UUID_RE, default_projects_dir, real_root
 
 NAMES = ["session-lsp", "from-store"]
 
@@ -28,9 +34,30 @@ def _checked(session_id: str) -> str:
     return session_id
 
 
-def mark_from_store(config_dir: Path, session_id: str) -> None:
-    """Record that `session_id`'s local files come from a store (idempotent)."""
+def mark_home(projects_dir: Path | str) -> Path:
+    """Where the marks of the sessions of `projects_dir` are made: below the parent of its real path."""
+    return real_root(projects_dir).parent
+
+
+def _homes(projects_dir: Path | str) -> list[Path]:
+    """Every config home whose marks count for `projects_dir`: the real one, the parent of the name as written
+    (marks made before they were keyed by the real path), and the default config home when its projects folder
+    is the same real folder (such marks a server made, then checked through another name)."""
+    real = real_root(projects_dir)
+    homes = [real.parent, Path(os.path.expanduser(os.fspath(projects_dir))).parent]
+    default = default_projects_dir()
+    try:
+        if real_root(default) == real:
+            homes.append(Path(os.path.expanduser(os.fspath(default))).parent)
+    except (OSError, ValueError):
+        pass
+    return list(dict.fromkeys(homes))
+
+
+def mark_from_store(projects_dir: Path | str, session_id: str) -> None:
+    """Record that `session_id`'s local files in `projects_dir` come from a store (idempotent)."""
     name = _checked(session_id)
+    config_dir = mark_home(projects_dir)
     folder = open_private_below(config_dir, NAMES, Path(config_dir, *NAMES, name))
     try:
         flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -42,8 +69,9 @@ def mark_from_store(config_dir: Path, session_id: str) -> None:
         os.close(folder)
 
 
-def from_store(config_dir: Path, session_id: str) -> bool:
-    """Whether `session_id`'s local files were written from a store (anything at its mark's name counts)."""
+def from_store(projects_dir: Path | str, session_id: str) -> bool:
+    """Whether `session_id`'s local files in `projects_dir` were written from a store (anything at its mark's name
+    counts, below any of the homes of `_homes`)."""
     if not UUID_RE.match(session_id):
         return False
-    return os.path.lexists(Path(config_dir, *NAMES, session_id))
+    return any(os.path.lexists(Path(home, *NAMES, session_id)) for home in _homes(projects_dir))

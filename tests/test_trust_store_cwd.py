@@ -162,6 +162,20 @@ async def test_a_local_copy_of_a_store_session_is_not_rooted_at_its_recorded_cwd
     assert pulled.returncode == 0, pulled.stderr
     await refused_without_cwd(client, other, f"READ {key}")
 
+    # the same pull through another name of the projects folder (a link to it): its mark still counts for the
+    # server's name (it was made below the parent of the name as written, and missed)
+    third = "56565656-5656-4656-8656-565656565656"
+    rows = [{**r, "sessionId": third} for r in store["keys"][(store["project"], PLANTED, "")]]
+    await fill(store["url"], store["schema"], {(store["project"], third, ""): rows})
+    alias = tmp_path / "alias" / "projects"
+    alias.parent.mkdir()
+    alias.symlink_to(projects, target_is_directory=True)
+    pulled = cli(
+        "pull", third, "--store", store["url"], "--store-schema", store["schema"], "--projects-dir", str(alias)
+    )
+    assert pulled.returncode == 0, pulled.stderr
+    await refused_without_cwd(client, third, f"READ {key}")
+
     # the person's own folder is still theirs to give
     out = await request(client, "sessions/runTurn", {"sessionId": other, "cwd": str(work), "prompt": f"READ {key}"})
     assert out["sessionId"] == other

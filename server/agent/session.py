@@ -71,7 +71,7 @@ def sandbox_root(cwd: str | None, recorded: str, *, config: Path | None = None) 
 def not_from_store(projects: Path, path: Path) -> None:
     """Refuse to root a turn at the recorded cwd of a session written from a session store
     (`storage.storeorigin`): whoever can write to the store wrote that cwd."""
-    if from_store(projects.parent, path.stem):
+    if from_store(projects, path.stem):
         raise Unsafe(
             f"session {path.stem} was written from a session store, and the working directory it records was "
             "written by whoever can write to the store; it is never the root of a turn's tools: pass cwd, "

@@ -2,7 +2,9 @@
 
 What it answers goes to the model and into the transcript, so it is bounded whatever the files hold:
 a matching line is cut at MAX_COLUMNS characters, only `head_limit` lines are kept, and the answer is
-cut at MAX_OUTPUT characters."""
+cut at MAX_OUTPUT characters. What it reads is bounded too: the files searched are listed, then sorted, and
+the listing reads at most MAX_ENTRIES folder entries (a folder of millions of files held every name, on
+the order of a GB, until the timeout); a listing cut there is searched as far as it went and says so."""
 
 from __future__ import annotations
 
@@ -24,13 +26,15 @@ from server.agent.tools.base import (
     string_arg,
 )
 from server.agent.tools.patterns import LinePattern, glob_regex, refuse_dotdot
-from server.agent.tools.walk import Entry, walk_files
+from server.agent.tools.walk import Budget, Entry, walk_files
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 DEFAULT_HEAD = 250
 MAX_COLUMNS = 500
 MAX_OUTPUT = 30_000
 MODES = ("files_with_matches", "content", "count")
+MAX_ENTRIES = 100_000
+"""Folder entries (files and folders) one search lists at most."""
 CHECK_EVERY = 2000
 """Matching lines between two checks for cancellation or the deadline."""
 
@@ -64,8 +68,9 @@ class GrepTool:
             raise ToolError(f"InputValidationError: output_mode must be one of {', '.join(MODES)}")
         base = ctx.confine(string_arg(tool_input, "path", required=False) or str(ctx.cwd), must_exist=True)
         files: Iterable[Entry]
+        budget = Budget(MAX_ENTRIES)
         if base.is_dir():
-            files = walk_files(ctx, base)
+            files = walk_files(ctx, base, budget)
         else:
             refuse_special(base)
             files = [Entry(base, base, False, False, False)]
@@ -77,7 +82,14 @@ class GrepTool:
         head = int_arg(tool_input, "head_limit") or DEFAULT_HEAD
         lines: list[str] = []
         hits = 0
-        for entry in sorted(files, key=lambda e: e.path):
+        listed = sorted(files, key=lambda e: e.path)
+        note = (
+            f"\n\n(Listing cut: {MAX_ENTRIES} files and folders under {base} were listed, the rest not searched. "
+            "Search a narrower path.)"
+            if budget.cut
+            else ""
+        )
+        for entry in listed:
             keep = min(max(head - len(lines), 0), MAX_OUTPUT) if mode == "content" else 0
             count, found = _search(ctx, entry, regex, keep, first_only=mode == "files_with_matches")
             if not count:
@@ -92,14 +104,14 @@ class GrepTool:
                 for number, text in found:
                     lines.append(f"{path}:{number}:{text}" if tool_input.get("-n") else f"{path}:{text}")
         if not lines:
-            return ToolOutput("No matches found" if mode == "content" else "No files found")
+            return ToolOutput(("No matches found" if mode == "content" else "No files found") + note)
         shown = lines[:head]
         if mode == "files_with_matches":
             shown.insert(0, f"Found {hits} file{'s' if hits != 1 else ''}")
         answer = "\n".join(shown)
         if len(answer) > MAX_OUTPUT:
             answer = answer[:MAX_OUTPUT] + f"\n\n... [{len(answer) - MAX_OUTPUT} characters truncated] ..."
-        return ToolOutput(answer, extra={"mode": mode, "numFiles": hits})
+        return ToolOutput(answer + note, extra={"mode": mode, "numFiles": hits})
 
 
 def _cut(line: str) -> str:

@@ -1,6 +1,9 @@
 """Listing and walking folders under the sandbox rule of `base`: what a listing shows and what a
 walk visits really lies inside the root; symlinked folders are not followed, and FIFOs, sockets
-and devices are passed over, so a walk never reads or blocks on anything outside or special."""
+and devices are passed over, so a walk never reads or blocks on anything outside or special.
+
+A `Budget` bounds what a walk reads: past its number of folder entries, folders are no longer read (a folder
+is read no further) and `cut` says so, so a folder of millions of files costs no more than the budget."""
 
 from __future__ import annotations
 
@@ -26,14 +29,28 @@ class Entry:
     """A FIFO, socket or device: listed by name, never read."""
 
 
-def list_dir(ctx: ToolContext, folder: Path) -> list[Entry]:
-    """The entries of `folder` (a real path inside the root) that the rule admits, sorted by name."""
+@dataclass
+class Budget:
+    """How many more folder entries a walk may read; `cut` once one was left unread for want of it."""
+
+    entries: int
+    cut: bool = False
+
+
+def list_dir(ctx: ToolContext, folder: Path, budget: Budget | None = None) -> list[Entry]:
+    """The entries of `folder` (a real path inside the root) that the rule admits, sorted by name. With a
+    `budget`, at most `budget.entries` are read (and taken from it): the rest of the folder is not."""
     ctx.checkpoint()
     fd = ctx.open_dir(folder)
     kinds: list[tuple[str, bool, bool, bool]] = []
     try:
         with os.scandir(fd) as it:
             for e in it:  # the entry types are read while the folder is open (some need a stat in it)
+                if budget is not None:
+                    if budget.entries <= 0:
+                        budget.cut = True
+                        break
+                    budget.entries -= 1
                 try:
                     link = e.is_symlink()
                     kinds.append(
@@ -57,14 +74,18 @@ def list_dir(ctx: ToolContext, folder: Path) -> list[Entry]:
     return found
 
 
-def walk_files(ctx: ToolContext, base: Path) -> Iterator[Entry]:
+def walk_files(ctx: ToolContext, base: Path, budget: Budget | None = None) -> Iterator[Entry]:
     """Every regular file under `base` the rule admits, skipping VCS and dependency folders;
-    symlinked folders are not entered, a symlinked file is yielded only if its target is inside."""
+    symlinked folders are not entered, a symlinked file is yielded only if its target is inside.
+    With a `budget`, no more folder entries than it holds are read (`Budget.cut` says some were not)."""
     stack = [base]
     while stack:
         folder = stack.pop()
+        if budget is not None and budget.entries <= 0:
+            budget.cut = True  # a folder left unread
+            break
         try:
-            entries = list_dir(ctx, folder)
+            entries = list_dir(ctx, folder, budget)
         except (ToolTimedOut, ToolCancelled):
             raise
         except (OSError, ToolError):
