@@ -11,7 +11,7 @@ import { ConversationPanel } from './conversationPanel';
 import { accumulateProgress, isInside } from './lib/command';
 import { CONVERSATION_SCHEME, parseLink } from './lib/conversationLink';
 import { isValidSessionId, requireSessionId, resumeCommandLine, resumeRefusal, sessionIdFromPath } from './lib/ids';
-import { appendedRows, oneLine, projectLabel, relativeTime, unmarkSnippet } from './lib/format';
+import { appendedRows, oneLine, pickText, projectLabel, promptText, relativeTime, unmarkSnippet } from './lib/format';
 import {
   ForkResult,
   Methods,
@@ -212,9 +212,9 @@ export class Commands {
     const sorted = list.slice().sort((a, b) => (Date.parse(b.modified ?? '') || 0) - (Date.parse(a.modified ?? '') || 0));
     const pick = await vscode.window.showQuickPick(
       sorted.map((s) => ({
-        label: s.title?.trim() || s.sessionId,
-        description: `${projectLabel(s.projectDir, s.cwd)} · ${relativeTime(s.modified)}`,
-        detail: s.sessionId,
+        label: pickText(s.title?.trim() || s.sessionId),
+        description: `${pickText(projectLabel(s.projectDir, s.cwd))} · ${relativeTime(s.modified)}`,
+        detail: pickText(s.sessionId),
         info: s,
       })),
       { title, matchOnDescription: true, matchOnDetail: true },
@@ -406,7 +406,7 @@ export class Commands {
     const sessionLabel = t ? oneLine(info?.title || t.sessionId, 50) : `new session in ${cwd}`;
     const prompt = await vscode.window.showInputBox({
       title: 'Run Agent Turn',
-      prompt: t ? `Continue “${sessionLabel}”` : `Start a new session in ${cwd}`,
+      prompt: promptText(t ? `Continue “${sessionLabel}”` : `Start a new session in ${cwd}`),
       placeHolder: 'Prompt for the agent',
       ignoreFocusOut: true,
     });
@@ -550,9 +550,9 @@ export class Commands {
       .slice()
       .sort((a, b) => (Date.parse(b.modified ?? '') || 0) - (Date.parse(a.modified ?? '') || 0));
     sessionItems = list.map((s) => ({
-      label: `$(comment-discussion) ${s.title?.trim() || s.sessionId}`,
-      description: `${projectLabel(s.projectDir, s.cwd)} · ${relativeTime(s.modified)}`,
-      detail: s.sessionId,
+      label: `$(comment-discussion) ${pickText(s.title?.trim() || s.sessionId)}`,
+      description: `${pickText(projectLabel(s.projectDir, s.cwd))} · ${relativeTime(s.modified)}`,
+      detail: pickText(s.sessionId),
       info: s,
       file: s.path,
     }));
@@ -574,8 +574,8 @@ export class Commands {
       }
       for (const p of promptsInText(text)) {
         promptItems.push({
-          label: `$(comment) ${oneLine(p.text, 100)}`,
-          description: `${oneLine(s.title || s.sessionId, 40)} · line ${p.line + 1}`,
+          label: `$(comment) ${pickText(oneLine(p.text, 100))}`,
+          description: `${pickText(oneLine(s.title || s.sessionId, 40))} · line ${p.line + 1}`,
           info: s,
           file: s.path,
           line: p.line,
@@ -615,8 +615,8 @@ export class Commands {
         const sessionId = s.containerName;
         const title = (sessionId && this.sessions.session(sessionId)?.title) || sessionId || path.basename(file);
         return {
-          label: `$(search) ${oneLine(unmarkSnippet(s.name), 120)}`,
-          description: `${oneLine(title, 40)} · line ${line + 1}`,
+          label: `$(search) ${pickText(oneLine(unmarkSnippet(s.name), 120))}`,
+          description: `${pickText(oneLine(title, 40))} · line ${line + 1}`,
           alwaysShow: true,
           file,
           line,

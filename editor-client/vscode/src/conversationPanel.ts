@@ -5,12 +5,14 @@
 // "load earlier", branch switching, subagent expansion, and a click on a message, which reveals
 // its line in the transcript. Strict CSP: nothing but this script (by nonce) and data: images.
 // Opened at a message (a search result), the panel loads back to it, scrolls to it and highlights it.
+// The page's messages are acted on only for the paths and lines this panel rendered into it (lib/webviewMessages).
 
 import * as vscode from 'vscode';
 import { SessionServer } from './client';
 import { renderApiForm, renderItems } from './lib/conversationHtml';
 import { escapeHtml } from './lib/markdown';
 import { ConversationItem, ConversationParams, ConversationResult, Methods } from './lib/protocol';
+import { acceptMessage, RenderedTargets } from './lib/webviewMessages';
 
 const PAGE = 200;
 /** The most items the server gives in one answer. */
@@ -38,6 +40,9 @@ export class ConversationPanel implements vscode.Disposable {
   private loading: Promise<void> | undefined;
   /** The item a search result opened the panel at: highlighted until another branch is shown. */
   private atId: string | undefined;
+  /** The transcript lines and subagent paths put into the page: the only ones its messages may name. */
+  private readonly targets: RenderedTargets;
+  private refusedLogged = false;
 
   /** Opens (or shows) the panel of a session, by its transcript's path or its id; with `at`, at the
    * message of the row on that 0-based line of the transcript. */
@@ -64,6 +69,7 @@ export class ConversationPanel implements vscode.Disposable {
     private readonly path: string,
     title: string,
   ) {
+    this.targets = new RenderedTargets(path);
     this.panel = vscode.window.createWebviewPanel(
       'sessionLsp.conversation',
       `Conversation: ${title}`,
@@ -151,6 +157,8 @@ export class ConversationPanel implements vscode.Disposable {
 
   private render(res: ConversationResult, scrollToAt = false): void {
     const html = renderItems(this.items, { path: this.path, time: shortTime });
+    this.targets.clear(); // the page's chat (with any subagent expanded in it) is replaced by this one
+    this.targets.add(this.items);
     const shown = this.items.filter((i) => !i.hidden).length;
     this.post({
       type: 'render',
@@ -168,23 +176,35 @@ export class ConversationPanel implements vscode.Disposable {
     void this.panel.webview.postMessage(msg);
   }
 
-  private async onMessage(m: any): Promise<void> {
+  private async onMessage(raw: unknown): Promise<void> {
+    const m = acceptMessage(raw, this.targets);
+    if (!m) {
+      return;
+    }
+    if ('refused' in m) {
+      if (!this.refusedLogged) {
+        this.refusedLogged = true;
+        this.server.log(`conversation ${this.path}: ignored a message from the page naming what it was not given: ${m.refused} (further ones are not logged)`);
+      }
+      return;
+    }
     try {
-      if (m?.type === 'reveal' && typeof m.line === 'number') {
-        await this.reveal(typeof m.path === 'string' && m.path ? m.path : this.path, m.line);
-      } else if (m?.type === 'hidden') {
-        this.showHidden = !!m.on;
+      if (m.type === 'reveal') {
+        await this.reveal(m.path, m.line);
+      } else if (m.type === 'hidden') {
+        this.showHidden = m.on;
         await this.reload();
-      } else if (m?.type === 'more') {
+      } else if (m.type === 'more') {
         await this.loadEarlier();
-      } else if (m?.type === 'branch' && typeof m.leafUuid === 'string') {
+      } else if (m.type === 'branch') {
         this.leafUuid = m.leafUuid;
         this.items = [];
         this.atId = undefined;
         await this.reload();
-      } else if (m?.type === 'subagent' && typeof m.path === 'string') {
+      } else if (m.type === 'subagent') {
         const res = await this.server.request<ConversationResult>(Methods.conversation, { path: m.path, limit: 1000 });
         const html = renderItems(res.items, { path: m.path, time: shortTime });
+        this.targets.add(res.items, m.path);
         this.post({ type: 'subagent', id: m.id, path: m.path, html });
       }
     } catch (e) {

@@ -95,3 +95,21 @@ export function appendedRows(appended: unknown): string {
 export function unmarkSnippet(snippet: string): string {
   return snippet.replace(/\[([^[\]]*)\]/g, '$1');
 }
+
+// VS Code draws `$(name)` in a quick pick item's label, description and detail (and in an input box's prompt) as
+// the icon `name`; `\$(name)` it draws as the text `$(name)` (its own escapeIcons). The pattern is VS Code's
+// (ThemeIcon.iconNameExpression, iconModifierExpression): a `$(` it would not take for an icon is left alone, as a
+// backslash before it would show. Tree item labels draw no icons, so their text goes in as it is.
+const ICON = /\$\([A-Za-z0-9-]+(?:~[A-Za-z]+)?\)/g;
+
+/** Transcript text (a title, a prompt, a cwd) for a quick pick item's label, description or detail: shown as
+ * written, a `$(zap)` in it as those characters, not as an icon. */
+export function pickText(s: string): string {
+  return s.replace(ICON, (m) => '\\' + m);
+}
+
+/** Transcript text for an input box's prompt, which also makes `[text](command:...)` a link that runs the command
+ * when clicked: a zero-width space after the `]` keeps it text. */
+export function promptText(s: string): string {
+  return pickText(s).replace(/\]\(/g, ']\u200b(');
+}

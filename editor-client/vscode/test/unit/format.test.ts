@@ -7,7 +7,9 @@ import {
   isPending,
   messageCountLabel,
   oneLine,
+  pickText,
   projectLabel,
+  promptText,
   relativeTime,
   unmarkSnippet,
 } from '../../src/lib/format';
@@ -79,4 +81,15 @@ test('a partial session (the server still indexing) shows its count as pending, 
   assert.equal(messageCountLabel({ messageCount: null }), '');
   assert.equal(messageCountLabel({ messageCount: 0, pending: null }), '0 msgs');
   assert.equal(isPending({ pending: null }, 'messageCount'), false);
+});
+
+test('transcript text in a quick pick shows $(name) as written, not as an icon', () => {
+  // VS Code draws $(zap) as an icon and \$(zap) as the text $(zap)
+  assert.equal(pickText('fix $(zap) now'), 'fix \\$(zap) now');
+  assert.equal(pickText('$(sync~spin) and \\$(x)'), '\\$(sync~spin) and \\\\$(x)');
+  // what VS Code would not take for an icon stays as it is (a backslash there would show)
+  assert.equal(pickText('costs $(5 dollars) or $()'), 'costs $(5 dollars) or $()');
+  assert.equal(pickText('plain title'), 'plain title');
+  // an input box prompt also makes [text](command:...) a link
+  assert.equal(promptText('Continue “[go](command:x) $(zap)”'), 'Continue “[go]\u200b(command:x) \\$(zap)”');
 });
