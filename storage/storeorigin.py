@@ -55,9 +55,22 @@ def _homes(projects_dir: Path | str) -> list[Path]:
 
 
 def mark_from_store(projects_dir: Path | str, session_id: str) -> None:
-    """Record that `session_id`'s local files in `projects_dir` come from a store (idempotent)."""
+    """Record that `session_id`'s local files in `projects_dir` come from a store (idempotent): below `mark_home`,
+    or, where no mark can be made there (the real folder's parent is not ours: `/data` root's, `/data/projects`
+    ours), below the next home `from_store` looks in (`_homes`); the last failure raised when none takes it. Only an
+    `OSError` moves on: something put in the way of a home (`Unsafe`) is raised."""
     name = _checked(session_id)
-    config_dir = mark_home(projects_dir)
+    homes = _homes(projects_dir)
+    for i, home in enumerate(homes):
+        try:
+            _mark_below(home, name)
+            return
+        except OSError:
+            if i == len(homes) - 1:
+                raise
+
+
+def _mark_below(config_dir: Path, name: str) -> None:
     folder = open_private_below(config_dir, NAMES, Path(config_dir, *NAMES, name))
     try:
         flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK

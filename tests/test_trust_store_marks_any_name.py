@@ -103,3 +103,45 @@ def test_a_mark_at_the_old_as_written_place_still_counts(
     assert refused(real, path)
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(real.parent.parent / "elsewhere"))
     assert not refused(real, path)
+
+
+MARK_AS_NOBODY = """
+import sys
+from storage.storeorigin import from_store, mark_from_store
+name, real, link, sid = sys.argv[1:]
+mark_from_store(name, sid)
+print(from_store(real, sid), from_store(link, sid))
+"""
+
+
+@pytest.mark.parametrize("through", ["link", "real"])
+def test_where_the_real_folders_parent_is_not_ours_the_config_home_takes_the_mark(through: str) -> None:
+    """`/data` root's, `/data/projects` the person's, reached as `~/.claude/projects` too: a pull through either
+    name is marked below `~/.claude` (a home `from_store` looks in for both names) instead of failing for want of
+    `/data/session-lsp`. Run as `nobody`, whom the permissions stop."""
+    import subprocess
+
+    from nobody import LIVENESS, NOBODY, cli_command, cli_env, give, shared_dir
+
+    for shared in shared_dir():
+        real = shared / "data" / "projects"
+        real.mkdir(parents=True)  # /data stays root's, 0755
+        home = shared / "home"
+        link = home / ".claude" / "projects"
+        link.parent.mkdir(parents=True)
+        link.symlink_to(real, target_is_directory=True)
+        give(home)
+        os.chown(real, NOBODY, NOBODY)
+        name = link if through == "link" else real
+        run = subprocess.run(
+            [*cli_command()[:-2], "-c", MARK_AS_NOBODY, str(name), str(real), str(link), SID],
+            env=cli_env(home),
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=LIVENESS,
+        )
+        assert run.returncode == 0, run.stderr  # before: PermissionError, the pull failed
+        assert run.stdout.split() == ["True", "True"], run.stdout
+        assert link.parent.joinpath(*NAMES, SID).exists()
+        assert not (shared / "data" / NAMES[0]).exists()
