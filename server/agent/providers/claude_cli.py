@@ -258,20 +258,25 @@ def _lines(chunks: queue.SimpleQueue[bytes], ended: threading.Event | None, run:
     left running may hold the pipe for good (its last lines are in the pipe before it ends)."""
     pending: list[bytes] = []
     exited: float | None = None
+    looked = time.monotonic()
     while ended is not None:
         try:
             chunk = chunks.get(timeout=LINES_POLL_S)
         except queue.Empty:
             if ended.is_set() and chunks.empty():
                 break  # every chunk is put before the end is set
-            if exited is None:
-                try:
-                    run.wait(timeout=0)
-                except subprocess.TimeoutExpired:
-                    continue
-                exited = time.monotonic()
-            elif time.monotonic() - exited >= DRAIN_S:
-                break
+            chunk = None
+        now = time.monotonic()
+        if exited is None and (chunk is None or now - looked >= LINES_POLL_S):  # also while output keeps coming
+            looked = now
+            try:
+                run.wait(timeout=0)
+                exited = now
+            except subprocess.TimeoutExpired:
+                pass
+        elif exited is not None and now - exited >= DRAIN_S:
+            break  # a job it left may write to the pipe for good
+        if chunk is None:
             continue
         if b"\n" not in chunk:  # a long line comes in many chunks: joined once, when it ends
             pending.append(chunk)
