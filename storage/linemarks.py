@@ -115,6 +115,13 @@ class LineMarks:
             self.mark(line + shift, offset)
         self.reached(after.lines + shift, after.end, torn=after.torn)
 
+    def copy(self) -> LineMarks:
+        """These marks as they are now: a reader may go on with these (`resume`) while the copy is looked in."""
+        out = LineMarks()
+        out._lines, out._offsets = self._lines[:], self._offsets[:]
+        out.lines, out.end, out.torn = self.lines, self.end, self.torn
+        return out
+
     # ---- stored --------------------------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
         """`lines`, `end`, `torn`, then each mark's line and offset (8 bytes each, native order)."""
@@ -163,15 +170,17 @@ class LineMarks:
         if line == mark_line or next_offset - offset == next_line - mark_line:  # marked, or among lone newlines
             start = offset + line - mark_line
             return start, _line_from(fh, start, b"", limit)
-        return _counted(fh, offset, line - mark_line, limit)
+        return _counted(fh, offset, line - mark_line, limit, next_offset)
 
 
-def _counted(fh: BinaryIO, offset: int, skip: int, limit: int) -> tuple[int, bytes] | None:
-    """From byte `offset`, past `skip` newlines: (that byte's offset, the line there as `_line_from`)."""
+def _counted(fh: BinaryIO, offset: int, skip: int, limit: int, before: int) -> tuple[int, bytes] | None:
+    """From byte `offset`, past `skip` newlines: (that byte's offset, the line there as `_line_from`); None when
+    they are not all before byte `before` (where the next mark's line starts: the file changed since it was read,
+    and is read no further than it was)."""
     fh.seek(offset)
     size = FIRST_PIECE
     while True:
-        data = fh.read(size)
+        data = fh.read(max(0, min(size, before - offset)))
         if not data:
             return None
         newlines = data.count(b"\n")

@@ -578,8 +578,9 @@ class ProjectIndex:
             if p not in self.files:
                 return []
             out = list(self._session_diagnostics(session_key(p)).get(p, ()))
-        if ranges:
-            locate(p, out, self.files[p].line_marks)
+            marks = self.files[p].line_marks.copy() if ranges else None  # the index's thread reads on into these
+        if marks is not None:
+            locate(p, out, marks)
         return out
 
     def all_diagnostics(self) -> list[Diagnostic]:
