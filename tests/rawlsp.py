@@ -41,10 +41,11 @@ class RawServer:
         command: list[str] | None = None,
         answer_requests: bool = True,
         cwd: Path | None = None,
+        hold: tuple[str, ...] = (),
     ) -> None:
         """`session-lsp serve --stdio ARGS`, run as `command` (default: this interpreter, `-m server.cli`) in
         `cwd` (default: the repository); the server's own requests are answered with null unless
-        `answer_requests` is False (kept in `asked`)."""
+        `answer_requests` is False or their method is in `hold` (kept in `asked`, whole in `requests`)."""
         self.proc = subprocess.Popen(
             [*(command or [sys.executable, "-m", "server.cli"]), "serve", "--stdio", *args],
             stdin=subprocess.PIPE,
@@ -58,6 +59,9 @@ class RawServer:
         self.answer_requests = answer_requests
         self.asked: list[str] = []
         """The methods of the server's own requests, in order."""
+        self.requests: list[dict[str, Any]] = []
+        """The server's own requests, whole, in order."""
+        self.hold = hold
         self.responses: dict[Any, dict[str, Any]] = {}
         self.notifications: list[dict[str, Any]] = []
         self.arrivals: list[Any] = []
@@ -101,7 +105,8 @@ class RawServer:
             if "method" in msg and "id" in msg:  # the server asks us something: say yes
                 with self._cond:
                     self.asked.append(msg["method"])
-                if self.answer_requests:
+                    self.requests.append(msg)
+                if self.answer_requests and msg["method"] not in self.hold:
                     self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
                 continue
             with self._cond:

@@ -121,7 +121,7 @@ async def test_denial_is_recorded_as_the_cli_records_a_no(
     assert messages[-2]["content"][0]["content"] == REJECTED_TOOL_USE
 
 
-async def test_no_answer_is_a_denial_when_the_turn_is_cancelled(client: LanguageClient, work: dict[str, Path]) -> None:
+async def test_a_cancel_while_asked_records_the_interruption(client: LanguageClient, work: dict[str, Path]) -> None:
     client.answers[:] = ["silence"]  # type: ignore[attr-defined]
     params = {
         "prompt": "BASH touch never",

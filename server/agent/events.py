@@ -16,7 +16,7 @@ class TurnEvent:
     - text: {text} (a streamed delta of the reply)
     - tool_call: {id, name, input}
     - tool_result: {id, name, isError, content} (content cut to 2,000 characters)
-    - permission: {id, name, decision} (allow, allowSession or deny)
+    - permission: {id, name, decision} (allow, allowSession or deny; cancelled: the turn was cancelled while asked)
     - retry: {attempt, error}
     - done: the TurnResult JSON plus {stopReason, cancelled}
     """

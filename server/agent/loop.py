@@ -256,9 +256,16 @@ class _Turn:
                 continue
             try:
                 decision = p.ask(PermissionAsk(sid, call.name, call.id, call.input, str(self.session.cwd)))
+            except TurnCancelled:
+                decision = "deny"
             except Exception:  # noqa: BLE001 - no answer is a denial
                 log.warning("asking permission for %s failed; denied", call.name, exc_info=True)
                 decision = "deny"
+            if self.cancel.cancelled:
+                # the turn was cancelled while the person was asked: it ends as any cancel does (`_run_tools` runs
+                # none of the calls, rejects the unanswered and records the interruption), whatever the answer
+                self.emit(TurnEvent("permission", {"id": call.id, "name": call.name, "decision": "cancelled"}))
+                return calls[:n]
             self.emit(TurnEvent("permission", {"id": call.id, "name": call.name, "decision": decision}))
             if decision == "allowSession":
                 p.grants.grant(p.scope, call.name)

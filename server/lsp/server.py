@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
-from server.agent.cancel import CancelToken
+from server.agent.cancel import CancelToken, TurnCancelled
 from server.agent.permissions import ASK_TIMEOUT, Decision, PermissionAsk, SessionGrants, parse_decision
 from server.agent.pool import TurnPool
 from server.features import navigation
@@ -944,11 +945,18 @@ def _progress_message(event: dict[str, Any]) -> str | None:
 def _ask_permission(
     ls: SessionServer, loop: asyncio.AbstractEventLoop, ask: PermissionAsk, cancel: CancelToken
 ) -> Decision:
-    """Ask the editor (`sessions/permission`) from a turn thread; no answer in ASK_TIMEOUT seconds,
-    a cancelled turn or a failed request is a denial."""
+    """Ask the editor (`sessions/permission`) from a turn thread; no answer in ASK_TIMEOUT seconds or a failed
+    request is a denial, a turn cancelled meanwhile raises `TurnCancelled` (the turn ends as cancelled, not denied).
+    A prompt no longer waited for is withdrawn: the editor gets `$/cancelRequest` for it."""
+    msg_id = f"permission-{uuid.uuid4()}"
 
     async def send() -> Any:
-        return await ls.protocol.send_request_async("sessions/permission", ask.to_json())
+        try:
+            return await ls.protocol.send_request_async("sessions/permission", ask.to_json(), msg_id=msg_id)
+        except asyncio.CancelledError:
+            ls.protocol._request_futures.pop(msg_id, None)  # a late answer is then dropped (logged), not set on it
+            ls.protocol.notify("$/cancelRequest", lsp.CancelParams(id=msg_id))
+            raise
 
     future = asyncio.run_coroutine_threadsafe(send(), loop)
     deadline = time.monotonic() + ASK_TIMEOUT
@@ -958,9 +966,13 @@ def _ask_permission(
         except concurrent.futures.TimeoutError:
             continue
         except Exception:  # noqa: BLE001 - the client refused or failed: deny
+            if cancel.cancelled:
+                break  # cancelled with the turn (shutdown cancels both)
             log.warning("sessions/permission failed; denying", exc_info=True)
             return "deny"
     future.cancel()
+    if cancel.cancelled:
+        raise TurnCancelled()
     return "deny"
 
 

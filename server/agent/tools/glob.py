@@ -1,16 +1,23 @@
-"""Glob: files matching a pattern under a folder of the working directory, newest first."""
+"""Glob: files matching a pattern under a folder of the working directory, newest first.
+
+What it reads is bounded: the listing of the folder reads at most MAX_ENTRIES folder entries (`walk.Budget`;
+a folder of millions of files held every name and stat, on the order of a GB, before), and only the newest
+MAX_RESULTS matches are kept while the listing is read; a listing cut there is matched as far as it went and says so."""
 
 from __future__ import annotations
 
+import heapq
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from server.agent.tools.base import ToolContext, ToolError, ToolOutput, schema, shown, string_arg
 from server.agent.tools.patterns import glob_regex, refuse_dotdot
-from server.agent.tools.walk import walk_files
+from server.agent.tools.walk import Budget, walk_files
 
 MAX_RESULTS = 100
+MAX_ENTRIES = 100_000
 _MAGIC = set("*?[{")
 
 
@@ -40,14 +47,30 @@ class GlobTool:
             base, pattern = _split_absolute(pattern, ctx)
         refuse_dotdot(pattern)
         regex = glob_regex(pattern)
-        matches = [e.path for e in walk_files(ctx, base) if regex.fullmatch(shown(e.path.relative_to(base).as_posix()))]
-        matches.sort(key=lambda p: (-_mtime(p), str(p)))
-        if not matches:
-            return ToolOutput("No files found")
-        lines = [str(p) for p in matches[:MAX_RESULTS]]
-        if len(matches) > MAX_RESULTS:
+        budget = Budget(MAX_ENTRIES)
+        count = 0
+
+        def matching() -> Iterator[Path]:
+            nonlocal count
+            for e in walk_files(ctx, base, budget):
+                if regex.fullmatch(shown(e.path.relative_to(base).as_posix())):
+                    count += 1
+                    yield e.path
+
+        # the newest MAX_RESULTS, in the order a sort of them all gives (the key is unique), holding no more
+        newest = heapq.nsmallest(MAX_RESULTS + 1, matching(), key=lambda p: (-_mtime(p), str(p)))
+        note = (
+            f"\n\n(Listing cut: {MAX_ENTRIES} files and folders under {base} were listed, the rest not matched. "
+            "Use a narrower path or pattern.)"
+            if budget.cut
+            else ""
+        )
+        if not count:
+            return ToolOutput("No files found" + note)
+        lines = [str(p) for p in newest[:MAX_RESULTS]]
+        if count > MAX_RESULTS:
             lines.append("(Results are truncated. Consider using a more specific path or pattern.)")
-        return ToolOutput("\n".join(lines), extra={"filenames": lines, "numFiles": len(matches)})
+        return ToolOutput("\n".join(lines) + note, extra={"filenames": lines, "numFiles": count})
 
 
 def _split_absolute(pattern: str, ctx: ToolContext) -> tuple[Path, str]:
