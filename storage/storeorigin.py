@@ -39,6 +39,21 @@ def mark_home(projects_dir: Path | str) -> Path:
     return real_root(projects_dir).parent
 
 
+def _marking_homes(projects_dir: Path | str) -> list[Path]:
+    """Where a mark may be made, first first: below the real path's parent, else below the default config home when
+    its projects folder is the same real folder. Both are homes `from_store` looks in whatever name the folder is
+    reached by (the parent of a name as written is not: a mark there is missed through another link)."""
+    real = real_root(projects_dir)
+    homes = [real.parent]
+    default = default_projects_dir()
+    try:
+        if real_root(default) == real:
+            homes.append(Path(os.path.expanduser(os.fspath(default))).parent)
+    except (OSError, ValueError):
+        pass
+    return list(dict.fromkeys(homes))
+
+
 def _homes(projects_dir: Path | str) -> list[Path]:
     """Every config home whose marks count for `projects_dir`: the real one, the parent of the name as written
     (marks made before they were keyed by the real path), and the default config home when its projects folder
@@ -57,10 +72,11 @@ def _homes(projects_dir: Path | str) -> list[Path]:
 def mark_from_store(projects_dir: Path | str, session_id: str) -> None:
     """Record that `session_id`'s local files in `projects_dir` come from a store (idempotent): below `mark_home`,
     or, where no mark can be made there (the real folder's parent is not ours: `/data` root's, `/data/projects`
-    ours), below the next home `from_store` looks in (`_homes`); the last failure raised when none takes it. Only an
-    `OSError` moves on: something put in the way of a home (`Unsafe`) is raised."""
+    ours), below the default config home sharing the folder (`_marking_homes`); the last failure raised when none
+    takes it (the pull fails before writing). Only an `OSError` moves on: something in a home's way (`Unsafe`) is
+    raised."""
     name = _checked(session_id)
-    homes = _homes(projects_dir)
+    homes = _marking_homes(projects_dir)
     for i, home in enumerate(homes):
         try:
             _mark_below(home, name)

@@ -145,3 +145,45 @@ def test_where_the_real_folders_parent_is_not_ours_the_config_home_takes_the_mar
         assert run.stdout.split() == ["True", "True"], run.stdout
         assert link.parent.joinpath(*NAMES, SID).exists()
         assert not (shared / "data" / NAMES[0]).exists()
+
+
+NEVER_MISSED = """
+import sys
+from storage.storeorigin import from_store, mark_from_store
+x, y, sid = sys.argv[1:]
+try:
+    mark_from_store(x, sid)
+    print("marked", from_store(y, sid))
+except OSError as exc:
+    print("refused", type(exc).__name__)
+"""
+
+
+def test_a_mark_is_never_made_where_another_name_would_miss_it() -> None:
+    """`/data` root's, `/data/projects` the person's, reached through links `/x/projects` and `/y/projects`, and no
+    default config home sharing it: marking through `/x` fails (the pull with it, before writing) rather than
+    marking below `/x`, where a server on `/y` never looks. Run as `nobody`, whom the permissions stop."""
+    import subprocess
+
+    from nobody import LIVENESS, NOBODY, cli_command, cli_env, give, shared_dir
+
+    for shared in shared_dir():
+        real = shared / "data" / "projects"
+        real.mkdir(parents=True)  # /data stays root's, 0755
+        home = shared / "home"
+        for name in ("x", "y"):
+            (home / name).mkdir(parents=True)
+            (home / name / "projects").symlink_to(real, target_is_directory=True)
+        give(home)
+        os.chown(real, NOBODY, NOBODY)
+        run = subprocess.run(
+            [*cli_command()[:-2], "-c", NEVER_MISSED, str(home / "x" / "projects"), str(home / "y" / "projects"), SID],
+            env=cli_env(home),
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=LIVENESS,
+        )
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.split() == ["refused", "PermissionError"], run.stdout  # before: "marked False"
+        assert not (home / "x").joinpath(*NAMES).exists()
