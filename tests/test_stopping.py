@@ -102,6 +102,20 @@ def test_cancel_a_turn_hung_in_a_tool(server: RawServer, work: Path, marker: str
     assert again.get("result", {}).get("text") == "echo: after", again  # the session was released
 
 
+def test_the_progress_cancel_button_stops_a_turn_hung_in_a_tool(server: RawServer, work: Path, marker: str) -> None:
+    """A client showing the turn's progress with its cancel button (`cancellable`) sends
+    `window/workDoneProgress/cancel` for the token: the turn stops as on `$/cancelRequest`, and the request is
+    answered with the cancelled turn (before, the notification was taken by pygls alone and the turn ran on)."""
+    first = server.call("sessions/runTurn", {"prompt": "hello", "cwd": str(work), "provider": "anthropic"})["result"]
+    path = Path(first["path"])
+    msg_id = start_hung_turn(server, work, marker, 0, sessionId=first["sessionId"])
+    server.notify("window/workDoneProgress/cancel", {"token": "progress-0"})
+    reply = server.answer(msg_id, timeout=LIVENESS)
+    assert reply.get("result", {}).get("cancelled") is True, reply
+    assert wait_gone(marker, LIVENESS) is not None, "the hung command outlived the cancelled turn"
+    assert_interrupted_in_tool(path)
+
+
 def test_five_cancelled_hung_turns_then_a_turn_is_served(server: RawServer, work: Path, marker: str) -> None:
     """More cancelled hung turns than the bound of running turns: had any kept its place, the
     last ones (or the next turn) would be refused as busy."""

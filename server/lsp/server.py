@@ -281,6 +281,9 @@ class SessionServer(LanguageServer):
         self.give_way = GiveWay()
         """Partial `sessions/list` answers being computed: the first index waits for them between files."""
         self.turns = TurnPool()
+        self.turn_progress: dict[str | int, CancelToken] = {}
+        """By the work-done token a `runTurn` reports progress on, its turn's cancel: the progress's cancel button
+        (`window/workDoneProgress/cancel`) stops the turn as `$/cancelRequest` does."""
         self.search: SearchIndex | None = None
         """The full-text search database, opened on first use (`search_index`)."""
         self.search_lock = threading.Lock()
@@ -1010,6 +1013,7 @@ async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
         loop.call_soon_threadsafe(report, event.to_json())
 
     if work_token is not None:
+        ls.turn_progress[work_token] = token
         ls.work_done_progress.begin(work_token, lsp.WorkDoneProgressBegin(title="Agent turn", cancellable=True))
     try:
         try:
@@ -1032,11 +1036,20 @@ async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
         raise to_jsonrpc(exc) from exc
     finally:
         if work_token is not None:
+            ls.turn_progress.pop(work_token, None)
             ls.work_done_progress.end(work_token, lsp.WorkDoneProgressEnd(message="done"))
     out = result
     if ls.index is not None and out.get("path"):
         ls.on_index_change(ls.index.update_file(Path(out["path"])))
     return out
+
+
+@server.feature(lsp.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+def window_work_done_progress_cancel(ls: SessionServer, params: lsp.WorkDoneProgressCancelParams) -> None:
+    """The cancel button of a turn's progress: the turn stops (its kill on a thread of its own, off the loop)."""
+    token = ls.turn_progress.get(params.token)
+    if token is not None:
+        threading.Thread(target=token.cancel, name="turn-cancel", daemon=True).start()
 
 
 def _store_turn(target: tuple[StoreFeed, str, str], request: Any, options: dict[str, Any]) -> dict[str, Any]:
