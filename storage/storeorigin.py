@@ -44,14 +44,7 @@ def _marking_homes(projects_dir: Path | str) -> list[Path]:
     its projects folder is the same real folder. Both are homes `from_store` looks in whatever name the folder is
     reached by (the parent of a name as written is not: a mark there is missed through another link)."""
     real = real_root(projects_dir)
-    homes = [real.parent]
-    default = default_projects_dir()
-    try:
-        if real_root(default) == real:
-            homes.append(Path(os.path.expanduser(os.fspath(default))).parent)
-    except (OSError, ValueError):
-        pass
-    return list(dict.fromkeys(homes))
+    return list(dict.fromkeys([real.parent, *_default_home_sharing(real)]))
 
 
 def _homes(projects_dir: Path | str) -> list[Path]:
@@ -59,14 +52,19 @@ def _homes(projects_dir: Path | str) -> list[Path]:
     (marks made before they were keyed by the real path), and the default config home when its projects folder
     is the same real folder (such marks a server made, then checked through another name)."""
     real = real_root(projects_dir)
-    homes = [real.parent, Path(os.path.expanduser(os.fspath(projects_dir))).parent]
+    written = Path(os.path.expanduser(os.fspath(projects_dir))).parent
+    return list(dict.fromkeys([real.parent, written, *_default_home_sharing(real)]))
+
+
+def _default_home_sharing(real: Path) -> list[Path]:
+    """The default config home, when its projects folder is the real folder `real`."""
     default = default_projects_dir()
     try:
         if real_root(default) == real:
-            homes.append(Path(os.path.expanduser(os.fspath(default))).parent)
+            return [Path(os.path.expanduser(os.fspath(default))).parent]
     except (OSError, ValueError):
         pass
-    return list(dict.fromkeys(homes))
+    return []
 
 
 def mark_from_store(projects_dir: Path | str, session_id: str) -> None:

@@ -12,25 +12,12 @@ import os
 from pathlib import Path
 
 import pytest
+from listings import counting_list_dir
 
-from server.agent.tools import ToolContext, glob, walk
+from server.agent.tools import ToolContext, glob
 from server.agent.tools.glob import GlobTool
 
 BOUND = 50
-
-
-def counting_list_dir(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Record how many entries each folder listing returned."""
-    sizes: list[int] = []
-    real = walk.list_dir
-
-    def counted(ctx: ToolContext, folder: Path, *args: object) -> list[walk.Entry]:
-        found = real(ctx, folder, *args)  # type: ignore[arg-type]
-        sizes.append(len(found))
-        return found
-
-    monkeypatch.setattr(walk, "list_dir", counted)
-    return sizes
 
 
 def test_a_folder_with_more_files_than_the_bound_is_cut_and_says_so(
