@@ -160,12 +160,11 @@ def write_session(projects_dir: Path, session: StoreSession, *, scratch: bool = 
     if not scratch and not UUID_RE.match(session.session_id):
         raise InvalidArgument(f"the store's session id {session.session_id!r} is not a session id; not written")
     files = {Path(projects_dir) / rel: data for rel, data in session_files(session).items()}
-    if not scratch:  # its recorded cwd is the store's data (`storage.storeorigin`), marked before a byte is written
-        mark_from_store(projects_dir, session.session_id)
     if scratch:
         _write_scratch(projects_dir, files)
-        return Path(projects_dir) / session.project_key / f"{session.session_id}.jsonl"
-    write_files(projects_dir, files)
+    else:  # its recorded cwd is the store's data (`storage.storeorigin`), marked before a byte is written
+        mark_from_store(projects_dir, session.session_id)
+        write_files(projects_dir, files)
     return Path(projects_dir) / session.project_key / f"{session.session_id}.jsonl"
 
 

@@ -196,9 +196,9 @@ async def bring_local(store: Any, projects_dir: Path, project_key: str, session_
     projects_dir = Path(projects_dir)
     main = local_main(projects_dir, project_key, session_id)
     session = await load_session(store, project_key, session_id)
-    mark_from_store(projects_dir, session_id)  # a copy made before marks existed too
     if not os.path.lexists(main):
-        return write_session(projects_dir, session)
+        return write_session(projects_dir, session)  # marked as it is written
+    mark_from_store(projects_dir, session_id)  # a copy made before marks existed too
     decided = resolve_target(projects_dir, path=main, access="write")  # the file is locked too, as it is appended
     with admit(session_id, config_dir=config_dir_of(projects_dir), register=False, transcript=decided):
         _catch_up(projects_dir, session, main)

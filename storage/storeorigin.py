@@ -34,11 +34,6 @@ def _checked(session_id: str) -> str:
     return session_id
 
 
-def mark_home(projects_dir: Path | str) -> Path:
-    """Where the marks of the sessions of `projects_dir` are made: below the parent of its real path."""
-    return real_root(projects_dir).parent
-
-
 def _marking_homes(projects_dir: Path | str) -> list[Path]:
     """Where a mark may be made, first first: below the real path's parent, else below the default config home when
     its projects folder is the same real folder. Both are homes `from_store` looks in whatever name the folder is
@@ -68,11 +63,11 @@ def _default_home_sharing(real: Path) -> list[Path]:
 
 
 def mark_from_store(projects_dir: Path | str, session_id: str) -> None:
-    """Record that `session_id`'s local files in `projects_dir` come from a store (idempotent): below `mark_home`,
-    or, where no mark can be made there (the real folder's parent is not ours: `/data` root's, `/data/projects`
-    ours), below the default config home sharing the folder (`_marking_homes`); the last failure raised when none
-    takes it (the pull fails before writing). Only an `OSError` moves on: something in a home's way (`Unsafe`) is
-    raised."""
+    """Record that `session_id`'s local files in `projects_dir` come from a store (idempotent): below the parent of
+    its real path, or, where no mark can be made there (the real folder's parent is not ours: `/data` root's,
+    `/data/projects` ours), below the default config home sharing the folder (`_marking_homes`); the last failure
+    raised when none takes it (the pull fails before writing). Only an `OSError` moves on: something in a home's way
+    (`Unsafe`) is raised."""
     name = _checked(session_id)
     homes = _marking_homes(projects_dir)
     for i, home in enumerate(homes):
