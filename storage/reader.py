@@ -67,25 +67,15 @@ def folded(problems: list[LineProblem], more: list[LineProblem]) -> list[LinePro
     """`problems` then `more` (read after them, later lines), with at most `KEPT_PROBLEMS` of each kind kept and the
     rest of that kind in one folded problem; neither list is changed."""
     out: list[LineProblem] = []
-    kept = {False: 0, True: 0}
-    folds: dict[bool, LineProblem] = {}
+    kept = _Problems(out)
     for p in (*problems, *more):
-        kind = p.too_long
-        if not p.more and kept[kind] < KEPT_PROBLEMS:
-            out.append(p)
-            kept[kind] += 1
-            continue
-        fold = folds.get(kind)
-        if fold is None:
-            fold = folds[kind] = LineProblem(p.line, p.offset, 0, FOLDED, too_long=kind, more=0, last=p.line)
-            out.append(fold)
-        fold.more += p.more or 1
-        fold.last = max(fold.last, p.last if p.more else p.line)
+        kept.add(p)
     return out
 
 
 class _Problems:
-    """The bad lines of one read, kept as `folded` keeps them: the first of each kind whole, the rest counted."""
+    """Bad lines kept as a file keeps them, in the order read: the first `KEPT_PROBLEMS` of each kind whole, the rest
+    of that kind counted in one folded problem (a problem folded already is counted in with its own count)."""
 
     __slots__ = ("out", "kept", "folds")
 
@@ -100,19 +90,29 @@ class _Problems:
 
     def add(self, p: LineProblem) -> None:
         kind = int(p.too_long)
-        if self.kept[kind] < KEPT_PROBLEMS:
+        if not p.more and self.kept[kind] < KEPT_PROBLEMS:
             self.out.append(p)
             self.kept[kind] += 1
+        elif p.more:
+            self._fold(p.line, p.offset, p.too_long, p.more, p.last)
         else:
             self.count(p.line, p.offset, too_long=p.too_long)
 
     def count(self, line: int, offset: int, *, too_long: bool = False) -> None:
-        fold = self.folds[too_long]
-        if fold is None:
-            fold = self.folds[too_long] = LineProblem(line, offset, 0, FOLDED, too_long=too_long, last=line)
-            self.out.append(fold)
+        """One more bad line past those kept (the reader's hot path for a file of garbage: no call more)."""
+        fold = self.folds[too_long] or self._new_fold(line, offset, too_long)
         fold.more += 1
         fold.last = line
+
+    def _fold(self, line: int, offset: int, too_long: bool, more: int, last: int) -> None:
+        fold = self.folds[too_long] or self._new_fold(line, offset, too_long)
+        fold.more += more
+        fold.last = max(fold.last, last)
+
+    def _new_fold(self, line: int, offset: int, too_long: bool) -> LineProblem:
+        fold = self.folds[too_long] = LineProblem(line, offset, 0, FOLDED, too_long=too_long, last=line)
+        self.out.append(fold)
+        return fold
 
 
 def _never_an_object(buf: bytes | bytearray, pos: int, nl: int) -> bool:
