@@ -40,6 +40,21 @@ def starts_in(data: bytes) -> list[int]:
     return starts[:-1] if data.endswith(b"\n") else starts
 
 
+class CountedReads:
+    """A file as `LineMarks` reads it (`seek`, `read`), counting the bytes read."""
+
+    def __init__(self, fh: Any) -> None:
+        self.fh, self.bytes = fh, 0
+
+    def seek(self, offset: int) -> int:
+        return int(self.fh.seek(offset))
+
+    def read(self, size: int) -> bytes:
+        data = bytes(self.fh.read(size))
+        self.bytes += len(data)
+        return data
+
+
 def generated_folder(factory: pytest.TempPathFactory, name: str, mb: int, seed: int) -> Path:
     """A projects folder of about `mb` MB generated as the benchmarks' (`bench.make_projects`), settled."""
     from bench.make_projects import make_projects

@@ -12,10 +12,9 @@ import shutil
 import sys
 import tracemalloc
 from pathlib import Path
-from typing import BinaryIO
 
 import pytest
-from conftest import starts_in
+from conftest import CountedReads, starts_in
 
 import server.index.splitread as splitread
 import storage.linemarks as linemarks
@@ -80,21 +79,6 @@ def _lines_to_check(rng: random.Random, data: bytes, marks: LineMarks, every: bo
     return sorted(near)
 
 
-class _Counted:
-    """A file read through, counting the bytes read."""
-
-    def __init__(self, fh: BinaryIO) -> None:
-        self.fh, self.bytes = fh, 0
-
-    def seek(self, offset: int) -> int:
-        return self.fh.seek(offset)
-
-    def read(self, size: int) -> bytes:
-        data = self.fh.read(size)
-        self.bytes += len(data)
-        return data
-
-
 def _check(path: Path, data: bytes, marks: LineMarks, rng: random.Random, *, every: bool) -> None:
     """Every line's start (or those `_lines_to_check` picks), found with a bounded read; its first bytes."""
     starts = starts_in(data)
@@ -103,7 +87,7 @@ def _check(path: Path, data: bytes, marks: LineMarks, rng: random.Random, *, eve
     bound = linemarks.EVERY_BYTES + linemarks.EVERY_LINES + linemarks.PIECE
     with open(path, "rb") as fh:
         for n in _lines_to_check(rng, data, marks, every):
-            counted = _Counted(fh)
+            counted = CountedReads(fh)
             assert marks.start(counted, n) == starts[n], n  # type: ignore[arg-type]
             assert counted.bytes <= bound, n
             limit = rng.choice([1, 5, 100, 1 << 20])

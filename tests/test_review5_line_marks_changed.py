@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import pytest
+from conftest import CountedReads
 
 import server.index.ranges as ranges
 import storage.reader as reader
@@ -17,19 +18,6 @@ from server.index.filestate import FileState
 from server.index.ranges import MAX_LINE
 
 ROW = b'{"type":"user","uuid":"u%d","parentUuid":null,"message":{"content":"%s"}}\n'
-
-
-class _Counted:
-    def __init__(self, fh: BinaryIO) -> None:
-        self.fh, self.bytes = fh, 0
-
-    def seek(self, offset: int) -> int:
-        return self.fh.seek(offset)
-
-    def read(self, size: int) -> bytes:
-        data = self.fh.read(size)
-        self.bytes += len(data)
-        return data
 
 
 def test_a_line_looked_up_in_a_file_rewritten_in_place_reads_a_bounded_span(tmp_path: Path) -> None:
@@ -43,7 +31,7 @@ def test_a_line_looked_up_in_a_file_rewritten_in_place_reads_a_bounded_span(tmp_
         fh.truncate(0)
         fh.write(b"y" * (64 << 20))
     with open(path, "rb") as raw:
-        counted = _Counted(raw)
+        counted = CountedReads(raw)
         found = marks.line_bytes(counted, 50, MAX_LINE)  # type: ignore[arg-type]
     assert found is None
     assert counted.bytes <= 2 * MAX_LINE, f"read {counted.bytes:,} bytes to find one line"
