@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 from rawlsp import LIVENESS, RawServer
-from realcli import OFFLINE_ENV, find_claude
-from scripted_api import SCRIPTED_KEY, ScriptedModelServer
+from realcli import find_claude, provider_env
+from scripted_api import ScriptedModelServer
 from turnproc import ROOT, TurnProcess, cli_env, commands_with, live_with, new_session, wait_gone
 
 
@@ -121,12 +121,7 @@ def test_sigkill_of_a_turn_command_ends_the_real_cli_and_all_it_started(tmp_path
     with ScriptedModelServer(slow_interval=0.0) as model:
         env = {
             **cli_env(projects.parent),
-            "HOME": str(home),
-            "SESSION_LSP_CLAUDE": str(claude),
-            "ANTHROPIC_BASE_URL": model.base_url,
-            "ANTHROPIC_API_KEY": SCRIPTED_KEY,
-            "CLAUDE_CODE_TMPDIR": str(tmp_path / "tmp"),
-            **OFFLINE_ENV,
+            **provider_env(claude, model.base_url, home, tmp_path / "tmp", PATH=os.environ["PATH"]),
         }
         argv = ["turn", "--new", "--cwd", str(work), "--projects-dir", str(projects), "--provider", "claude-cli"]
         turn = subprocess.Popen(
