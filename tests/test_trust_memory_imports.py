@@ -7,13 +7,12 @@ the user's own memory's imports always). The real `session-lsp turn` command her
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
+from memoryturn import assert_loaded, memory_turn
 from scripted_api import ScriptedModelServer
-from turnproc import new_session
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- not for the model"
 
@@ -36,14 +35,11 @@ def test_external_imports_of_a_checkout_wait_for_approval(
     (app / "inside.md").write_text("INSIDE-IMPORT")
     (app / "CLAUDE.md").write_text("PROJECT-MEMORY @~/.ssh/id_rsa @../notes.md @link.md")
     (app / "link.md").symlink_to(private_home / "mine.md")
-    if approved:
-        project = {"hasClaudeMdExternalIncludesApproved": True}
-        (config / ".claude.json").write_text(json.dumps({"projects": {str(app): project}}))
-    first = len(scripted_model.requests)
-    _, path = new_session(config / "projects", app, timeout=120)
-    sent = json.dumps(scripted_model.requests[first:])
-    recorded = path.read_text()
-    for always in ("USER-MEMORY", "USER-IMPORT", "PARENT-MEMORY", "INSIDE-IMPORT", "PROJECT-MEMORY"):
-        assert always in sent and always in recorded, always
-    for external in (KEY, "PARENT-NOTES"):
-        assert (external in sent) is approved and (external in recorded) is approved, (external, approved)
+    sent, recorded = memory_turn(scripted_model, config, app, approved=approved)
+    assert_loaded(
+        sent,
+        recorded,
+        ("USER-MEMORY", "USER-IMPORT", "PARENT-MEMORY", "INSIDE-IMPORT", "PROJECT-MEMORY"),
+        (KEY, "PARENT-NOTES"),
+        approved,
+    )

@@ -11,13 +11,12 @@ read as before. The real `session-lsp turn` command reads the memory.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
+from memoryturn import assert_loaded, memory_turn
 from scripted_api import ScriptedModelServer
-from turnproc import new_session
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- a CLAUDE.md linked out, not for the model"
 LOCAL = "AWS_SECRET_ACCESS_KEY=a CLAUDE.local.md linked out"
@@ -41,14 +40,7 @@ def test_memory_files_linked_out_of_the_checkout_wait_for_approval(
     (app / ".claude" / "CLAUDE.md").symlink_to("../AGENTS.md")  # a link inside the checkout: its own
     (app / "CLAUDE.md").symlink_to("../../.ssh/id_rsa")  # the checkout's, to the key
     (app / "CLAUDE.local.md").symlink_to(private_home / ".aws" / "credentials")
-    if approved:
-        project = {"hasClaudeMdExternalIncludesApproved": True}
-        (config / ".claude.json").write_text(json.dumps({"projects": {str(app): project}}))
-    first = len(scripted_model.requests)
-    _, path = new_session(config / "projects", app, timeout=120)
-    sent = json.dumps(scripted_model.requests[first:])
-    recorded = path.read_text()
-    for always in ("ANCESTOR-PLAIN-MEMORY", "INSIDE-LINKED-MEMORY"):
-        assert always in sent and always in recorded, always
-    for external in (KEY, LOCAL):  # before: both sent and recorded, approved or not
-        assert (external in sent) is approved and (external in recorded) is approved, (external, approved)
+    sent, recorded = memory_turn(scripted_model, config, app, approved=approved)
+    assert_loaded(
+        sent, recorded, ("ANCESTOR-PLAIN-MEMORY", "INSIDE-LINKED-MEMORY"), (KEY, LOCAL), approved
+    )  # before: both sent and recorded, approved or not

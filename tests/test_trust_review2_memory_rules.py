@@ -13,13 +13,12 @@ command here, which is the process that reads memory.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
+from memoryturn import assert_loaded, memory_turn
 from scripted_api import ScriptedModelServer
-from turnproc import new_session
 
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- a rule linked out, not for the model"
 
@@ -43,14 +42,11 @@ def test_rules_linked_out_of_the_checkout_wait_for_approval(
     (app / ".claude" / "rules" / "inside.md").symlink_to("../../inside.md")
     (app / ".claude" / "rules" / "own.md").write_text("OWN-PLAIN-RULE")
     (app / ".claude" / "rules" / "style.md").symlink_to("../../../../.ssh/id_rsa")  # the checkout's, to the key
-    if approved:
-        project = {"hasClaudeMdExternalIncludesApproved": True}
-        (config / ".claude.json").write_text(json.dumps({"projects": {str(app): project}}))
-    first = len(scripted_model.requests)
-    _, path = new_session(config / "projects", app, timeout=120)
-    sent = json.dumps(scripted_model.requests[first:])
-    recorded = path.read_text()
-    for always in ("ANCESTOR-PLAIN-RULE", "INSIDE-LINKED-RULE", "OWN-PLAIN-RULE"):
-        assert always in sent and always in recorded, always
-    for external in (KEY, "ANCESTOR-LINKED-OUT"):  # before: both sent and recorded, approved or not
-        assert (external in sent) is approved and (external in recorded) is approved, (external, approved)
+    sent, recorded = memory_turn(scripted_model, config, app, approved=approved)
+    assert_loaded(
+        sent,
+        recorded,
+        ("ANCESTOR-PLAIN-RULE", "INSIDE-LINKED-RULE", "OWN-PLAIN-RULE"),
+        (KEY, "ANCESTOR-LINKED-OUT"),
+        approved,
+    )  # before: both sent and recorded, approved or not
