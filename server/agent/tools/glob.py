@@ -59,12 +59,7 @@ class GlobTool:
 
         # the newest MAX_RESULTS, in the order a sort of them all gives (the key is unique), holding no more
         newest = heapq.nsmallest(MAX_RESULTS + 1, matching(), key=lambda p: (-_mtime(p), str(p)))
-        note = (
-            f"\n\n(Listing cut: {MAX_ENTRIES} files and folders under {base} were listed, the rest not matched. "
-            "Use a narrower path or pattern.)"
-            if budget.cut
-            else ""
-        )
+        note = budget.note(base, "not matched", "Use a narrower path or pattern.")
         if not count:
             return ToolOutput("No files found" + note)
         lines = [str(p) for p in newest[:MAX_RESULTS]]

@@ -83,12 +83,7 @@ class GrepTool:
         lines: list[str] = []
         hits = 0
         listed = sorted(files, key=lambda e: e.path)
-        note = (
-            f"\n\n(Listing cut: {MAX_ENTRIES} files and folders under {base} were listed, the rest not searched. "
-            "Search a narrower path.)"
-            if budget.cut
-            else ""
-        )
+        note = budget.note(base, "not searched", "Search a narrower path.")
         for entry in listed:
             keep = min(max(head - len(lines), 0), MAX_OUTPUT) if mode == "content" else 0
             count, found = _search(ctx, entry, regex, keep, first_only=mode == "files_with_matches")

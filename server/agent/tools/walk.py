@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from server.agent.tools.base import ToolCancelled, ToolContext, ToolError, ToolTimedOut
@@ -35,6 +35,19 @@ class Budget:
 
     entries: int
     cut: bool = False
+    limit: int = field(init=False)
+    """The entries it started with."""
+
+    def __post_init__(self) -> None:
+        self.limit = self.entries
+
+    def note(self, base: Path, unread: str, advice: str) -> str:
+        """What a tool's answer ends with when the listing under `base` was cut ("" when it was not): the rest
+        `unread` ("not searched"), then `advice`."""
+        if not self.cut:
+            return ""
+        listed = f"{self.limit} files and folders under {base} were listed"
+        return f"\n\n(Listing cut: {listed}, the rest {unread}. {advice})"
 
 
 def list_dir(ctx: ToolContext, folder: Path, budget: Budget | None = None) -> list[Entry]:
