@@ -15,6 +15,7 @@ import os
 import re
 import zlib
 from pathlib import Path
+from typing import BinaryIO
 
 from storage.cache import cache_dir, load_json_dict, save_json
 from storage.fileopen import open_regular
@@ -47,11 +48,17 @@ def fingerprint(path: Path, upto: int, data: bytes | None = None) -> int:
     """CRC-32 of the first `PRINT` bytes and of the `PRINT` bytes before `upto`."""
     if data is not None:
         head, seam = data[: min(PRINT, upto)], data[max(0, upto - PRINT) : upto]
-    else:
-        with open_regular(path) as fh:
-            head = fh.read(min(PRINT, upto))
-            fh.seek(max(0, upto - PRINT))
-            seam = fh.read(upto - max(0, upto - PRINT))
+        return zlib.crc32(seam, zlib.crc32(head))
+    with open_regular(path) as fh:
+        return fingerprint_open(fh, upto)
+
+
+def fingerprint_open(fh: BinaryIO, upto: int) -> int:
+    """`fingerprint` of the file open as `fh` (whose position it moves): of the bytes just read through it."""
+    fh.seek(0)
+    head = fh.read(min(PRINT, upto))
+    fh.seek(max(0, upto - PRINT))
+    seam = fh.read(upto - max(0, upto - PRINT))
     return zlib.crc32(seam, zlib.crc32(head))
 
 

@@ -293,17 +293,11 @@ def _check_reach(f: FileState, out: list[Diagnostic]) -> None:
             reached.add(cur.uuid or "")
             link = cur.parent if cur.parent is not None else cur.logical_parent
             cur = nodes.get(link) if link is not None else None
-    if leaf is not None:  # and every row resume puts on its chain (a preserved segment, ...)
+    lost = _unreached(chain, reached)
+    if lost and leaf is not None:  # and every row resume puts on its chain (a preserved segment, ...)
+        # built only when the walks left rows out: what it adds can only shrink `lost`, never grow it
         reached.update(r.uuid for r in build_chain(t, leaf.uuid).rows if r.uuid is not None)
-    # rows of one response and the tool results hanging off them come back with resume
-    reached_msgs = {r.message_id for r in chain if r.message_id and r.uuid in reached}
-    for r in chain:
-        if r.uuid not in reached and r.message_id in reached_msgs and r.type == "assistant":
-            reached.add(r.uuid or "")
-    for r in chain:
-        if r.uuid not in reached and r.tool_result_ids and (r.parent in reached or r.source_tool_assistant in reached):
-            reached.add(r.uuid or "")
-    lost = [r for r in chain if r.uuid not in reached]
+        lost = _unreached(chain, reached)
     if not lost:
         return
     for head_row, n in _branches(lost):
@@ -313,6 +307,19 @@ def _check_reach(f: FileState, out: list[Diagnostic]) -> None:
                 f"{n} row(s) from here are on a branch that resume does not reach (a rewind or abandoned branch)",
             )
         )  # fmt: skip
+
+
+def _unreached(chain: list[Row], reached: set[str]) -> list[Row]:
+    """The rows of `chain` resume leaves out once `reached` (grown here) takes in the rows of one response with a
+    reached one, and the tool results hanging off a reached row: those come back with resume."""
+    reached_msgs = {r.message_id for r in chain if r.message_id and r.uuid in reached}
+    for r in chain:
+        if r.uuid not in reached and r.message_id in reached_msgs and r.type == "assistant":
+            reached.add(r.uuid or "")
+    for r in chain:
+        if r.uuid not in reached and r.tool_result_ids and (r.parent in reached or r.source_tool_assistant in reached):
+            reached.add(r.uuid or "")
+    return [r for r in chain if r.uuid not in reached]
 
 
 def _branches(rows: list[Row]) -> list[tuple[Row, int]]:

@@ -8,11 +8,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage.countcache import fingerprint
+from storage.countcache import fingerprint, fingerprint_open
+from storage.fileopen import open_regular
 from storage.folderstamp import RACY_NS
+from storage.linechunks import FileSpan
 from storage.linemarks import LineMarks
 from storage.paths import AGENT_FILE_RE, is_session_file
-from storage.reader import LineProblem, ReadState, folded, read_transcript
+from storage.reader import LineProblem, ReadResult, ReadState, folded, read_transcript
 from storage.rows import Row
 from storage.transcript import Transcript
 
@@ -130,12 +132,7 @@ class FileState:
             return UNCHANGED
         self.inode, self.device, self.mtime_ns, self.ctime_ns = st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns
         self._drop_provisional()
-        if split and not self.read.offset and not self.read.tail:
-            from server.index.splitread import read_from_start  # only for a command reading one file: forks
-
-            result = read_from_start(self.path, self.line_marks)
-        else:
-            result = read_transcript(self.path, self.read, self.line_marks)
+        result, printed = self._read_on(split)
         self.transcript.problems[:] = folded(self.transcript.problems, result.problems)
         self.notes = [n for n in self.notes if n.line < self.read.line]
         self.notes.extend(result.notes)
@@ -151,11 +148,23 @@ class FileState:
         self.mtime_settled = time.time_ns() - self.mtime_ns > RACY_NS
         self.long_tail = (st.st_size, st.st_mtime_ns, st.st_ctime_ns) if self.read.offset < st.st_size else None
         try:
-            self.print_ = fingerprint(self.path, self.read.offset)
+            self.print_ = printed if printed is not None else fingerprint(self.path, self.read.offset)
         except OSError:  # gone already: the next update sees it missing
             self.print_ = 0
         self._children = None
         return how
+
+    def _read_on(self, split: bool) -> tuple[ReadResult, int | None]:
+        """What follows `self.read` in the file, and the fingerprint of the file up to where that read stopped, taken
+        through the same descriptor (None when the read was split: then it is taken apart)."""
+        if split and not self.read.offset and not self.read.tail:
+            from server.index.splitread import read_from_start  # only for a command reading one file: forks
+
+            return read_from_start(self.path, self.line_marks), None
+        with open_regular(self.path) as fh:
+            span = FileSpan(fh.fileno(), self.read.offset)
+            result = read_transcript(self.path, self.read, self.line_marks, span=span)
+            return result, fingerprint_open(fh, result.state.offset)
 
     def _drop_provisional(self) -> None:
         """The unterminated last row is read again with the next update: take it out first."""
