@@ -252,7 +252,7 @@ def read_transcript(
                 if line_no >= due_line or start >= due_at:
                     due_line, due_at = mark(line_no, start)
                 entry = None
-                if line_no and problems.full() and _never_an_object(buf, pos, nl):  # counted, not parsed
+                if line_no and buf[pos] != 0x7B and problems.full() and _never_an_object(buf, pos, nl):  # counted
                     problems.count(line_no, start)
                     start += nl - pos + 1
                     line_no += 1

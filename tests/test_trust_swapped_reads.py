@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from conftest import CORPUS, age
 
+import server.index.filestate as filestate
 import server.index.fill as fill_module
 import storage.access as access
 import storage.countcache as countcache
-import storage.reader as reader
 import storage.search as search
 import storage.sessions as sessions
 import storage.usage as usage
@@ -172,7 +172,7 @@ def test_the_index_never_reads_a_file_swapped_after_discovery(
     world: dict[str, Path], monkeypatch: pytest.MonkeyPatch, what: str
 ) -> None:
     target = world["projects"] / SHOP / f"{S1}.jsonl"
-    opened = swapping_at_open(monkeypatch, reader, world, target, what, "open_regular")
+    opened = swapping_at_open(monkeypatch, filestate, world, target, what, "open_regular")
     index = ProjectIndex(world["projects"], persist=False)
     index.scan()
     assert target in opened
@@ -189,7 +189,7 @@ def test_the_cold_fills_workers_never_read_a_file_swapped_after_discovery(
     paths = list(index.discover())
     target = world["projects"] / SHOP / f"{S1}.jsonl"
     assert target in paths
-    swapping_at_open(monkeypatch, reader, world, target, what, "open_regular")  # inherited by the forked workers
+    swapping_at_open(monkeypatch, filestate, world, target, what, "open_regular")  # inherited by the forked workers
     db = IndexDB.open(world["tmp"] / "db")
     assert db is not None
     with db:
@@ -246,7 +246,7 @@ def test_the_projects_folder_itself_swapped_after_discovery_is_not_followed(
     discovery listed it: the index reads nothing there."""
     projects, outside_root = world["projects"], world["outside"].parent
     target = projects / SHOP / f"{S1}.jsonl"
-    real_open = reader.open_regular
+    real_open = filestate.open_regular
 
     def swap_then_open(path: Path | str, *args: Any) -> Any:
         if Path(path) == target and not projects.is_symlink():
@@ -254,7 +254,7 @@ def test_the_projects_folder_itself_swapped_after_discovery_is_not_followed(
             projects.symlink_to(outside_root, target_is_directory=True)
         return real_open(path, *args)
 
-    monkeypatch.setattr(reader, "open_regular", swap_then_open)
+    monkeypatch.setattr(filestate, "open_regular", swap_then_open)
     index = ProjectIndex(projects, persist=False)
     index.scan()
     assert projects.is_symlink()
@@ -271,14 +271,14 @@ def test_a_link_inside_whose_target_is_swapped_for_a_link_out_is_not_followed(
     target = world["projects"] / SHOP / f"{S1}.jsonl"
     linked = world["projects"] / "-Users-me-other" / "55555555-5555-4555-8555-555555555555.jsonl"
     linked.symlink_to(target)
-    real_open = reader.open_regular
+    real_open = filestate.open_regular
 
     def swap_then_open(path: Path | str, *args: Any) -> Any:
         if Path(path) == linked:
             _swap(world, target, "file")
         return real_open(path, *args)
 
-    monkeypatch.setattr(reader, "open_regular", swap_then_open)
+    monkeypatch.setattr(filestate, "open_regular", swap_then_open)
     index = ProjectIndex(world["projects"], persist=False)
     index.scan()
     assert target.is_symlink()

@@ -11,7 +11,7 @@ from pathlib import Path
 from server.index.checks import Pending
 from server.index.diagnostics import Diagnostic, bounded
 from server.index.links import resolve
-from server.index.store import ProjectIndex, session_key
+from server.index.store import ProjectIndex, file_size, session_key
 from server.index.workerpool import forking, worker_pool
 
 TASK_BYTES = 8 * 1024 * 1024
@@ -38,7 +38,7 @@ def _tasks(paths: list[Path]) -> list[list[Path]]:
         sessions.setdefault(session_key(p), []).append(p)
 
     def size(group: list[Path]) -> int:
-        return sum(p.stat().st_size for p in group if p.exists())
+        return sum(file_size(p) for p in group)  # one stat a file
 
     groups = sorted(((size(g), g) for g in sessions.values()), key=lambda x: x[0], reverse=True)
     tasks: list[list[Path]] = []

@@ -216,7 +216,7 @@ class ProjectIndex:
         stores them (`server.index.fill`): every file is then restored from it, its rows left there."""
         todo = [norm(p) for p in paths] if paths is not None else list(self.discover())
         linked = paths is not None and not discovered
-        sizes = [_size(p) for p in todo]
+        sizes = [file_size(p) for p in todo]
         total_bytes = sum(sizes)
         self.scan_bytes = (0, total_bytes)
         enabled = gc.isenabled()
@@ -823,7 +823,8 @@ def _cold(members: list[Path], known: set[Path], stored: dict[str, Identity]) ->
     return not restorable
 
 
-def _size(path: Path) -> int:
+def file_size(path: Path) -> int:
+    """The size of a file now; 0 when it cannot be told (gone, unreadable)."""
     try:
         return os.stat(path).st_size
     except OSError:
