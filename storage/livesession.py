@@ -169,13 +169,30 @@ def live_records(config_dir: Path | None = None) -> list[LiveRecord]:
     return out
 
 
+def config_homes(config_dir: Path | None = None) -> list[Path]:
+    """Every config home whose CLI may be running a session of `config_dir`'s projects folder: `config_dir` itself
+    (default: the environment's config home), the parent of the projects folder's real path, and the environment's
+    config home when its projects folder is the same folder. A CLI registers only in its own home, so with
+    `~/.claude/projects` a link to another disk, a writer that named the folder by its real path looked in
+    `<disk>/sessions` alone and never saw the CLI of `~/.claude` running the session."""
+    given = config_dir or config_home()
+    real = os.path.realpath(given / "projects")
+    homes = [given]
+    for home in (Path(real).parent, config_home()):
+        if home not in homes and os.path.realpath(home / "projects") == real:
+            homes.append(home)
+    return homes
+
+
 def holder_of(session_id: str, config_dir: Path | None = None) -> LiveRecord | None:
     """A live process that runs `session_id`, if any (this process too: a second recorder of
-    ours for a session already being recorded is refused as well)."""
+    ours for a session already being recorded is refused as well), in the registry of every config home of the
+    projects folder (`config_homes`)."""
     want = session_id.lower()
-    for rec in live_records(config_dir):
-        if rec.session_id and rec.session_id.lower() == want:
-            return rec
+    for home in config_homes(config_dir):
+        for rec in live_records(home):
+            if rec.session_id and rec.session_id.lower() == want:
+                return rec
     return None
 
 

@@ -17,6 +17,7 @@ import anthropic
 from server.agent.cancel import CancelToken
 from server.agent.events import TurnEvent, TurnResult
 from server.agent.providers.base import DEFAULT_MODEL, ModelRequest, ModelResponse, ProviderError, StepRunner
+from server.agent.providers.unanswered import answer_or_cancel
 from server.agent.request import TurnRequest
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
@@ -110,15 +111,21 @@ class AnthropicProvider:
                 raise
 
     def _stream_once(self, request: ModelRequest, acc: _Accumulator, cancel: CancelToken) -> None:
-        stream = self.client.messages.create(  # type: ignore[call-overload]  # plain JSON dicts, not the SDK's TypedDicts
-            model=self.model,
-            max_tokens=request.max_tokens,
-            system=request.system,
-            messages=request.messages,
-            tools=request.tools,
-            metadata={"user_id": json.dumps({"session_id": request.session_id})},
-            stream=True,
-        )
+        def call() -> Any:
+            return self.client.messages.create(  # type: ignore[call-overload]  # plain JSON dicts, not TypedDicts
+                model=self.model,
+                max_tokens=request.max_tokens,
+                system=request.system,
+                messages=request.messages,
+                tools=request.tools,
+                metadata={"user_id": json.dumps({"session_id": request.session_id})},
+                stream=True,
+            )
+
+        # the headers are waited for beside the turn: a cancel before they come ends the wait (`unanswered`)
+        stream = answer_or_cancel(call, cancel, lambda late: late.response.close())
+        if stream is None:
+            return
         unregister = cancel.on_cancel(stream.response.close)
         try:
             for event in stream:
