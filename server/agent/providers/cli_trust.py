@@ -8,7 +8,7 @@ folder; `claude -p` skips that dialog ("only use this in directories you trust")
 gives `--setting-sources user` for a folder Claude Code has not trusted, as the official VS Code extension does:
 your own settings apply, the folder's do not. Trusted is what the CLI records in its `.claude.json`
 (`$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`): `projects[<folder>].hasTrustDialogAccepted` for the
-folder or a folder above it.
+folder or a folder above it, the folder being the real path of the working directory.
 """
 
 from __future__ import annotations
@@ -48,17 +48,16 @@ def _projects(path: Path) -> dict[str, Any]:
 
 
 def _folders_up(cwd: str) -> list[str]:
-    """`cwd` as given and as its real path, each with every folder above it."""
+    """`cwd`'s real path and every folder above it: the CLI runs in the real folder (a working directory is always
+    one) and loads that folder's settings, so a name through a link inside a trusted folder trusts nothing."""
     out: list[str] = []
-    for start in dict.fromkeys((os.path.abspath(cwd), os.path.realpath(cwd))):
-        folder = start
-        while True:
-            out.append(folder)
-            parent = os.path.dirname(folder)
-            if parent == folder:
-                break
-            folder = parent
-    return out
+    folder = os.path.realpath(cwd)
+    while True:
+        out.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return out
+        folder = parent
 
 
 def workspace_trusted(cwd: str, env: Mapping[str, str]) -> bool:
