@@ -226,12 +226,28 @@ def _guard_process() -> subprocess.Popen[bytes]:
     )
 
 
+def _put_record(path: Path, record: dict[str, Any]) -> None:
+    """Write a registry record whole. The registry folder is walked below its config home taking no link: one swapped
+    for a link out gets no record (`Unsafe`), and the record is put in place whole by name in the folder opened."""
+    folder = open_private_below(path.parent.parent, [path.parent.name], path)
+    try:
+        put_whole(folder, path.name, orjson.dumps(record), path, replace=True)
+    finally:
+        os.close(folder)
+
+
 class LiveMark:
     """Our own record in the registry for one session, removed on `release()`.
 
     The CLI allows one record per pid, named `<pid>.json`. The first session of a process is
     registered under its own pid; each further one under a guard child that exits when we do,
     so a record never outlives its writer (a crash leaves a dead pid, which both sides ignore).
+
+    The record is made in the registry of the config home as given and also in that of every other config home of
+    the same projects folder (`config_homes`) whose registry folder exists (a CLI ran there): a CLI of another name
+    of the folder (`~/.claude/projects` a link to another disk) reads only its own registry, and resumed the session
+    we were writing. Those other records are made where they can be (a folder there that is a link, or not ours to
+    write, gets none).
     """
 
     def __init__(
@@ -244,6 +260,8 @@ class LiveMark:
         entrypoint: str = "session-lsp",
     ) -> None:
         self.root = sessions_dir(config_dir)
+        self.others = [sessions_dir(home) for home in config_homes(config_dir)[1:] if sessions_dir(home).is_dir()]
+        """The registries of the folder's other config homes that exist: a record there too (see the docstring)."""
         self.session_id = session_id
         self.guard: subprocess.Popen[bytes] | None = None
         self.record: dict[str, Any] = {
@@ -256,44 +274,51 @@ class LiveMark:
             "writer": "session-lsp",
         }
         self.path = self.root / f"{os.getpid()}.json"
+        self.paths: list[Path] = []
+        """Every record made: `path` first."""
         self.held = False
 
     def acquire(self) -> None:
         with _MARK_LOCK:
             pid = os.getpid()
-            own = self.root / f"{pid}.json"
-            if own in _MARKED_BY_US:
+            roots = [self.root, *self.others]
+            if any(root / f"{pid}.json" in _MARKED_BY_US for root in roots):
                 self.guard = _guard_process()
                 pid = self.guard.pid
             self.path = self.root / f"{pid}.json"
-            _MARKED_BY_US[self.path] = self.session_id
+            self.paths = [root / f"{pid}.json" for root in roots]
+            for path in self.paths:
+                _MARKED_BY_US[path] = self.session_id
         self.record = {"pid": pid, **self.record}
         start = proc_start(pid)
         if start is not None:
             self.record["procStart"] = start
-        # the registry folder is walked below the config home taking no link: one swapped for a link out gets no
-        # record (`Unsafe`), and the record is put in place whole by name in the folder opened
-        folder = open_private_below(self.root.parent, [self.root.name], self.path)
-        try:
-            put_whole(folder, self.path.name, orjson.dumps(self.record), self.path, replace=True)
-        finally:
-            os.close(folder)
         self.held = True
+        try:
+            _put_record(self.path, self.record)
+        except BaseException:
+            self.release()
+            raise
+        for path in self.paths[1:]:
+            with contextlib.suppress(OSError, Unsafe):  # another home's registry: where it can be made
+                _put_record(path, self.record)
 
     def release(self) -> None:
         if not self.held:
             return
         self.held = False
-        data = _read(self.path)
-        if data is not None and data.get("sessionId") == self.session_id:
-            with contextlib.suppress(OSError, Unsafe):  # a folder swapped for a link since: nothing removed there
-                folder = open_private_below(self.root.parent, [self.root.name], self.path)
-                try:
-                    os.unlink(self.path.name, dir_fd=folder)
-                finally:
-                    os.close(folder)
+        for path in self.paths:
+            data = _read(path)
+            if data is not None and data.get("sessionId") == self.session_id:
+                with contextlib.suppress(OSError, Unsafe):  # a folder swapped for a link since: nothing removed there
+                    folder = open_private_below(path.parent.parent, [path.parent.name], path)
+                    try:
+                        os.unlink(path.name, dir_fd=folder)
+                    finally:
+                        os.close(folder)
         with _MARK_LOCK:
-            _MARKED_BY_US.pop(self.path, None)
+            for path in self.paths:
+                _MARKED_BY_US.pop(path, None)
         if self.guard is not None:
             with contextlib.suppress(OSError):
                 self.guard.stdin.close()  # type: ignore[union-attr]  # started with stdin=PIPE, so never None
