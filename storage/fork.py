@@ -7,7 +7,8 @@
 - At a message, as the SDK's fork: the chain up to that message with **fresh uuids** (every link
   remapped) and `forkedFrom {sessionId, messageUuid}` on each row.
 
-The source file is only read. The new file is written in one locked append, mode 0600.
+The source file is only read. The new file, mode 0600, is put in place whole (`storage.wholefile.put_new`): a fork
+stopped while it writes, even by SIGKILL, leaves no part of it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import uuid as uuidlib
 from pathlib import Path
 from typing import Any
 
-from storage.access import in_project_folder, resolve_target
+from storage.access import in_project_folder, open_decided_folder, resolve_target
 from storage.chain import build_chain
 from storage.errors import ForkError, InUse, NotATranscript
 from storage.jsonline import dump_line
@@ -26,7 +27,7 @@ from storage.reader import read_entries
 from storage.rows import Row
 from storage.storeorigin import from_store, mark_from_store
 from storage.transcript import Transcript
-from storage.writequeue import append_lines
+from storage.wholefile import put_new
 
 
 def _remap_compact(meta: Any, ids: dict[str, str]) -> Any:
@@ -122,5 +123,11 @@ def fork_session(
     data = b"".join(dump_line(e) for e in entries + tail)
     if keep_origin and from_store(projects_dir, source.stem):
         mark_from_store(projects_dir, new_sid)
-    append_lines(target, data, fsync=fsync)
+    folder = open_decided_folder(target.parent)
+    try:
+        put_new(folder, target.name, data, target, fsync=fsync)
+    except FileExistsError:
+        raise InUse(f"Session ID {new_sid} is already in use.") from None
+    finally:
+        os.close(folder)
     return new_sid, target

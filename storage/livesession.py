@@ -216,14 +216,47 @@ def _guard_process() -> subprocess.Popen[bytes]:
     It runs a new program, so it is dumpable again (`server/agent/tools/concealed.py`): any process of our user
     reads its `/proc/<pid>/environ`. So it starts with none of ours (the provider's key, the store's password, the
     server's token): before, a Bash call of a turn running beside another read them there."""
-    return subprocess.Popen(
-        [sys.executable, "-I", "-S", "-c", "import sys; sys.stdin.buffer.read()"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        close_fds=True,
-        env={name: os.environ[name] for name in GUARD_ENVIRONMENT if name in os.environ},
-    )
+    with _GUARD_LOCK:  # a fork waits meanwhile: no guard's pipe is open and not yet known to `_forget_guards`
+        guard = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", "import sys; sys.stdin.buffer.read()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+            env={name: os.environ[name] for name in GUARD_ENVIRONMENT if name in os.environ},
+        )
+        assert guard.stdin is not None  # started with stdin=PIPE
+        _GUARDED.add(guard.stdin.fileno())
+    return guard
+
+
+def _end_guard(guard: subprocess.Popen[bytes]) -> None:
+    """Close our end of the guard's standard input (it exits at its end of file), forgotten first."""
+    assert guard.stdin is not None  # started with stdin=PIPE
+    with _GUARD_LOCK, contextlib.suppress(OSError):
+        _GUARDED.discard(guard.stdin.fileno())
+        guard.stdin.close()
+
+
+_GUARDED: set[int] = set()
+"""The write ends of the live guards' standard input."""
+_GUARD_LOCK = threading.Lock()
+
+
+def _forget_guards() -> None:
+    """In a forked child (an index worker, forked while turns write): the guards' pipes are not the child's to hold.
+    A copy held there kept a guard running, and its writer's `release` waiting for it, as long as the child ran."""
+    global _GUARD_LOCK
+    _GUARD_LOCK = threading.Lock()  # held by the forking thread, in the parent
+    for fd in _GUARDED:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _GUARDED.clear()
+
+
+os.register_at_fork(
+    before=lambda: _GUARD_LOCK.acquire(), after_in_parent=lambda: _GUARD_LOCK.release(), after_in_child=_forget_guards
+)
 
 
 def _put_record(path: Path, record: dict[str, Any]) -> None:
@@ -320,8 +353,7 @@ class LiveMark:
             for path in self.paths:
                 _MARKED_BY_US.pop(path, None)
         if self.guard is not None:
-            with contextlib.suppress(OSError):
-                self.guard.stdin.close()  # type: ignore[union-attr]  # started with stdin=PIPE, so never None
+            _end_guard(self.guard)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.guard.wait(timeout=5)
             self.guard = None

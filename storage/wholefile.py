@@ -11,6 +11,10 @@ What is found under the temporary name is never followed nor written through: a 
 is anything but a regular file of ours with one name (a hard link of a file elsewhere would be truncated with it; a
 file of another user, taken over and renamed, would leave the data in a file that user owns; a folder or a socket
 cannot be opened for writing).
+
+A file that must not exist yet (a fork) is written by `put_new` into a file of no name (Linux `O_TMPFILE`), linked to
+its name once whole: a writer stopped midway leaves nothing at all, the kernel frees such a file with its last
+descriptor. Where the file system makes none, it is written as `put_whole` writes.
 """
 
 from __future__ import annotations
@@ -44,11 +48,14 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp") and len(name) >= len(".x.tmp")
 
 
-def put_whole(folder: int, name: str, data: bytes, path: os.PathLike[str] | str, *, replace: bool) -> None:
+def put_whole(
+    folder: int, name: str, data: bytes, path: os.PathLike[str] | str, *, replace: bool, fsync: bool = False
+) -> None:
     """Make `name`, in the folder open as `folder` (left open), hold `data` (mode 0600): written under `temp_name`,
     then renamed over whatever `name` is (`replace`) or linked to it (else `FileExistsError` when something is
     already there, left untouched). `path` names the file in errors. The temporary name is gone afterwards,
-    whatever happens, unless this process dies between the two steps (see the module docstring)."""
+    whatever happens, unless this process dies between the two steps (see the module docstring). With `fsync`, the
+    data and then the folder are flushed to the disk."""
     if is_temp_name(name):  # it would be taken over, and removed, by the next write of the file it names
         raise InvalidArgument(f"{path}: {name} has the form of a temporary name (.<name>.tmp); not written")
     tmp = temp_name(name)
@@ -57,6 +64,8 @@ def put_whole(folder: int, name: str, data: bytes, path: os.PathLike[str] | str,
         try:
             os.ftruncate(fd, 0)
             write_all(fd, data)
+            if fsync:
+                os.fsync(fd)
             if replace:
                 os.rename(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
             else:
@@ -66,6 +75,40 @@ def put_whole(folder: int, name: str, data: bytes, path: os.PathLike[str] | str,
                 _remove_own(folder, tmp, fd)
     finally:
         lockfds.close(fd)  # drops the lock
+    if fsync:
+        os.fsync(folder)
+
+
+_NAMELESS = getattr(os, "O_TMPFILE", 0)
+"""`O_TMPFILE` (0: not Linux)."""
+
+
+def put_new(folder: int, name: str, data: bytes, path: os.PathLike[str] | str, *, fsync: bool = False) -> None:
+    """Make `name`, new in the folder open as `folder` (left open), hold `data` (mode 0600), or leave nothing: written
+    into a file of no name, then linked to `name` whole (`FileExistsError` when something is already there, left
+    untouched). A write(2) ends part way when the process gets a fatal signal (SIGKILL, `os._exit` on another
+    thread): a file made under its own name first, or a temporary one, would be left torn. `fsync` as `put_whole`."""
+    try:
+        fd = os.open(".", _NAMELESS | os.O_RDWR | os.O_CLOEXEC, 0o600, dir_fd=folder) if _NAMELESS else -1
+    except OSError as exc:  # a file system, or a kernel (before 3.11), that makes no file without a name
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            raise
+        fd = -1
+    if fd < 0 or not os.path.isdir("/proc/self/fd"):  # linked by its name there: without /proc, none
+        if fd >= 0:
+            os.close(fd)
+        put_whole(folder, name, data, path, replace=False, fsync=fsync)
+        return
+    try:
+        os.fchmod(fd, 0o600)
+        write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
+        os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=folder, follow_symlinks=True)
+    finally:
+        os.close(fd)
+    if fsync:
+        os.fsync(folder)
 
 
 def _own_temp(folder: int, tmp: str, path: os.PathLike[str] | str) -> int:
