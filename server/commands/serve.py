@@ -112,6 +112,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.defaults = defaults()
         server.start_io(editor.reader, editor.writer)
         return 0
+    from server.lsp.parentwatch import launch_ancestry
+
+    launch_ancestry()  # the editor as it launched us: it may be gone before pygls handles `initialize`
     launch = [str(args.projects_dir) if args.projects_dir else None, args.polling, [s.url for s in stores], schema]
     # over stdio, a known `initialize` is answered before the server loads
     from server.lsp.early import EarlyInitialize

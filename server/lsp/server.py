@@ -55,6 +55,7 @@ from server.lsp.errors import to_jsonrpc
 from server.lsp.framing import FrameError, StreamReader, TooDeep, serve_frames
 from server.lsp.giveway import GiveWay
 from server.lsp.options import InitializationOptions
+from server.lsp.parentwatch import watch_parent
 from server.lsp.writer import FrameWriter, JsonText, answer_frame
 from server.params import str_param
 from server.version import version
@@ -594,6 +595,8 @@ def initialize(ls: SessionServer, params: lsp.InitializeParams) -> None:
     except InvalidArgument as exc:
         raise to_jsonrpc(exc) from exc
     ls.configure(ls.options.root())
+    # the editor gone (its pipe to us perhaps still held by another process): end as `exit` without `shutdown` does
+    watch_parent(params.process_id, lambda: ls.terminate(1))
 
 
 @server.feature(lsp.INITIALIZED)
