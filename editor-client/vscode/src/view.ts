@@ -253,7 +253,7 @@ export class SessionsProvider implements vscode.TreeDataProvider<Node>, vscode.D
           relativeTime(s.modified ?? s.created),
           formatBytes(s.sizeBytes),
           messageCountLabel(s),
-          bp ? `⑂ ${bp}` : '',
+          formatCount(bp || null, 'branch point'), // words: a fork glyph (U+2442) is missing from common UI fonts
         ]
           .filter(Boolean)
           .join(' · ');
