@@ -108,7 +108,7 @@ def hover_markdown(path: Path, view: TreeView, row: Row) -> str:
                 branch = f": branch from {code(start.uuid)} (line {start.line + 1})"
             lines.append("not on the resume chain" + branch)
         kids = view.children.get(row.uuid, [])
-        lines.append(f"{len(kids)} child(ren)")
+        lines.append("1 child" if len(kids) == 1 else f"{len(kids)} children")
     if row.is_compact_boundary:
         meta = found if isinstance(found := entry.get("compactMetadata"), dict) else {}
         lines.append(
