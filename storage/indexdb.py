@@ -36,9 +36,10 @@ from storage.cache import cache_dir, private_dir, private_file
 from storage.folderstamp import settled
 from storage.uuidpack import MAX_LINE, Packs, UuidPack, Wanted, pack
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """9: rows stored as arrays (`storage.rows.Row` is an array-like struct), not maps. 10: a file's line starts stored
-as sparse marks (`storage.linemarks`), not one offset a line."""
+as sparse marks (`storage.linemarks`), not one offset a line. 11: a bad line's stored diagnostic names its column
+("invalid JSON: Expecting value at column 1"), no longer "line 1 column 1 (char 0)" of any line."""
 DB_NAME = "index.sqlite3"
 HEAD_BYTES = 4096
 BUSY_MS = 5000

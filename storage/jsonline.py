@@ -48,6 +48,8 @@ def loads_line(raw: bytes | bytearray) -> tuple[Any, str | None]:
         value = json.loads(text, parse_constant=_no_constant)
     except RecursionError as exc:
         raise ValueError(NESTED_TOO_DEEPLY) from exc
+    except json.JSONDecodeError as exc:  # its "line 1 column 9 (char 8)" named the line 1 whatever line it was
+        raise ValueError(f"{exc.msg} at column {exc.colno}") from None
     scrubbed = scrub_surrogates(value)
     if scrubbed != value:
         notes.append(LONE_SURROGATE)
