@@ -385,7 +385,7 @@ def bash_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModelServer]
 def test_turn_cancelled_while_bash_runs(bash_model: ScriptedModelServer, tmp_path: Path, reaper: list[int]) -> None:
     project = tmp_path / "shop"
     project.mkdir()
-    pids_file = tmp_path / "pids"
+    pids_file = project / "pids"  # in the sandbox: a command writes nowhere else
     token = CancelToken()
     events: list[TurnEvent] = []
     request = TurnRequest(
@@ -425,7 +425,7 @@ def test_ctrl_c_stops_the_turn_command_while_bash_runs(
     """`session-lsp turn` in its own process, its Bash call running `sleep 600`, gets SIGINT."""
     project, projects = tmp_path / "shop", tmp_path / "config" / "projects"
     project.mkdir()
-    pids_file = tmp_path / "pids"
+    pids_file = project / "pids"  # in the sandbox: a command writes nowhere else
     env = {**os.environ, "ANTHROPIC_API_KEY": "scripted-test-model-key", "ANTHROPIC_BASE_URL": bash_model.base_url}
     command = [sys.executable, "-m", "server.cli", "turn", "--new", "--provider", "anthropic", "--allow", "Bash"]
     command += ["--cwd", str(project), "--projects-dir", str(projects), "--json"]

@@ -123,11 +123,13 @@ def test_the_real_cli_resumes_what_a_turn_stopped_by_an_immutable_file_left(
 
 
 def test_a_turn_whose_file_went_away_asks_the_model_nothing_more(
-    world: dict[str, Path], scripted_model: ScriptedModelServer
+    world: dict[str, Path], scripted_model: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The model's Bash call moves the project folder away: the tool's result cannot be recorded. Before, the turn
     went on (it asked the model again with the result and printed its reply, recorded nowhere) and failed only at
     its end; now it stops at the first write refused, before the next request."""
+    # the Bash call stands for another process acting during the turn: it runs unconfined
+    monkeypatch.setenv("SESSION_LSP_BASH_SANDBOX", "off")
     projects = world["projects"]
     folder, moved = projects / SHOP, projects / "moved-away"
     asked = requests_of(scripted_model, S1)

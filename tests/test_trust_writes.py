@@ -62,9 +62,13 @@ def test_no_write_goes_through_a_hard_link_to_a_file_outside(world: dict[str, Pa
     assert json.loads(out.stdout)["sessionId"] == LINKED
 
 
-def test_a_project_folder_swapped_for_a_symlink_during_a_turn_takes_no_write_out(world: dict[str, Path]) -> None:
+def test_a_project_folder_swapped_for_a_symlink_during_a_turn_takes_no_write_out(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The model's Bash call moves the session's project folder away and puts a symlink to a folder
     outside in its place; the rows the turn writes after the call must not land outside."""
+    # the Bash call stands for another process acting during the turn: it runs unconfined
+    monkeypatch.setenv("SESSION_LSP_BASH_SANDBOX", "off")
     projects, work = world["projects"], world["work"]
     elsewhere = world["tmp"] / "elsewhere"
     folder = projects / SHOP
@@ -206,11 +210,15 @@ def test_a_session_file_that_vanishes_between_two_appends_is_never_made_again(
     assert path.read_bytes() == original + b'{"type":"tag","tag":"two"}\n'
 
 
-def test_a_project_folder_moved_away_during_a_turn_is_not_made_again(world: dict[str, Path]) -> None:
+def test_a_project_folder_moved_away_during_a_turn_is_not_made_again(
+    world: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The model's Bash call moves the resumed session's project folder away (nothing in its place): the turn's
     later rows are refused with a clear error, no folder or file is made in its place, and the moved file keeps
     what was written before, in whole lines (the swap test above raced with this on a loaded machine: the
     write queue's timer made the folder again between the `mv` and the `ln`)."""
+    # the Bash call stands for another process acting during the turn: it runs unconfined
+    monkeypatch.setenv("SESSION_LSP_BASH_SANDBOX", "off")
     projects, work = world["projects"], world["work"]
     folder = projects / SHOP
     moved = projects / "moved-away"

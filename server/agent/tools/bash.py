@@ -1,17 +1,25 @@
 """Bash: a shell command run in the working directory (off unless the user turns it on).
 
-The command's working directory is the session's; a shell can still reach outside it, which is
-why the tool is opt-in. It runs in a session of its own under a supervisor that holds its whole tree
-(`processes.Supervised`); on timeout or cancel the whole tree is killed (orphans that left the session
-too), when session-lsp dies by any signal the supervisor kills it, and a background process that keeps
-the output open cannot keep the call waiting."""
+The command's working directory is the session's, and what it writes is confined by the kernel (Linux Landlock,
+`landlock.py`) to that folder and to a scratch folder of its own (its `TMPDIR`, removed after the call): it reads what
+the person may read, but creates, changes or removes nothing outside the turn's sandbox. Where the kernel cannot
+confine it, Bash is refused, unless session-lsp was started with `SESSION_LSP_BASH_SANDBOX=off`. It runs in a session
+of its own under a supervisor that holds its whole tree (`processes.Supervised`); on timeout or cancel the whole tree
+is killed (orphans that left the session too), when session-lsp dies by any signal the supervisor kills it, and a
+background process that keeps the output open cannot keep the call waiting."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import subprocess
+import tempfile
 import threading
+from collections.abc import Iterator
 from typing import IO, Any
 
+from server.agent.tools import landlock
 from server.agent.tools.base import ToolCancelled, ToolContext, ToolError, ToolOutput, int_arg, schema, string_arg
 from server.agent.tools.drain import DRAIN
 from server.agent.tools.processes import Supervised
@@ -48,7 +56,15 @@ class BashTool:
         command = string_arg(tool_input, "command") or ""
         limit_ms = timeout_ms(tool_input)
         ctx.checkpoint()
-        run = Supervised(["bash", "-c", command], cwd=str(ctx.cwd), env=ctx.env)
+        with _scratch() as scratch:
+            return self._run(command, limit_ms, ctx, scratch)
+
+    def _run(self, command: str, limit_ms: int, ctx: ToolContext, scratch: str) -> ToolOutput:
+        writable = confined_writes(ctx, scratch)
+        env = dict(ctx.env)
+        if writable is not None:
+            env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)
+        run = Supervised(["bash", "-c", command], cwd=str(ctx.cwd), env=env, writable=writable)
         out, err = _Capture(run.proc.stdout), _Capture(run.proc.stderr)
         unregister = ctx.cancel.on_cancel(run.kill) if ctx.cancel is not None else (lambda: None)
         timed_out = False
@@ -76,6 +92,35 @@ class BashTool:
         if returncode != 0:
             return ToolOutput(f"{text}\nExit code {returncode}".strip(), is_error=True, extra=extra)
         return ToolOutput(text or "(no output)", extra=extra)
+
+
+SANDBOX_SETTING = "SESSION_LSP_BASH_SANDBOX"
+"""The environment variable of session-lsp that, set to `off`, lets Bash commands write anywhere the person may."""
+
+
+def confined_writes(ctx: ToolContext, scratch: str) -> list[str] | None:
+    """The folders a command may write below: the turn's sandbox root and its scratch folder; None (no confinement)
+    only when session-lsp was started with `SESSION_LSP_BASH_SANDBOX=off`. A `ToolError` where the kernel cannot
+    confine a command: it is not run unconfined unasked."""
+    if os.environ.get(SANDBOX_SETTING, "").strip().lower() == "off":
+        return None
+    if landlock.abi() < 1:
+        raise ToolError(
+            "Bash runs only with its writes confined to the working directory, which needs Linux Landlock (Linux "
+            f"5.13 or later, with Landlock on); this system offers none. Start session-lsp with {SANDBOX_SETTING}=off "
+            "to run commands unconfined."
+        )
+    return [str(ctx.root), scratch]
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[str]:
+    """A private folder for the call's temporary files (`TMPDIR`), removed once the call is over."""
+    folder = tempfile.mkdtemp(prefix="session-lsp-bash-")
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def timeout_ms(tool_input: dict[str, Any]) -> int:

@@ -19,6 +19,7 @@ or made (`setsid`), so nothing of a command can pass for one of ours.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import signal
@@ -95,13 +96,24 @@ class Supervised:
     """`argv` started under the supervisor (a process group of its own), in a session of its own, its output on
     pipes (`popen`: more of `subprocess.Popen`'s arguments, such as `text`)."""
 
-    def __init__(self, argv: list[str], *, cwd: str, env: Mapping[str, str] | None, **popen: Any) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str] | None,
+        writable: list[str] | None = None,
+        **popen: Any,
+    ) -> None:
+        """`writable`: the folders below which `argv` and all it starts may write (confined by the kernel before it
+        starts, `landlock.py`); None: no confinement."""
         conceal_process()  # before anything of the model's runs: it could read this process's environment
         line = lifeline()
+        writes = json.dumps(writable) if writable is not None else ""
         self._status, status_w = os.pipe()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(SUPERVISOR), str(line), str(status_w), *argv],
+                [sys.executable, "-I", "-S", str(SUPERVISOR), str(line), str(status_w), writes, *argv],
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,

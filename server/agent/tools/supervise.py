@@ -1,8 +1,10 @@
 """The program a Bash command runs under: it holds the command's whole process tree, and ends all of it
 when session-lsp dies, by any signal (SIGKILL included) or exit.
 
-Run isolated (`python -I -S supervise.py LIFELINE STATUS ARGV...`, by `processes.Supervised`), as a process group
-of its own in session-lsp's session. It marks itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`), so
+Run isolated (`python -I -S supervise.py LIFELINE STATUS WRITES ARGV...`, by `processes.Supervised`), as a process
+group of its own in session-lsp's session. WRITES is a JSON list of the folders ARGV may write below (its writes are
+confined there by the kernel before it starts: `landlock.py`, loaded by its path), or empty for no confinement.
+It marks itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`), so
 every orphan of the tree, even one that left the session (`setsid`), becomes its child; starts ARGV as the
 leader of a session of its own (no controlling terminal; its process group is its pid); writes ARGV's pid and a
 newline to the STATUS descriptor, and ARGV's exit status the moment ARGV ends; then stays while anything of the
@@ -22,11 +24,15 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
+import json
 import os
 import select
 import signal
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
@@ -114,7 +120,20 @@ def kill_all_below() -> None:
     _reap()
 
 
-def _start(argv: list[str], closing: list[int]) -> int:
+def _confinement(writes: str) -> Callable[[], None]:
+    """What confines the command's writes to the folders of `writes` (a JSON list; empty: nothing)."""
+    if not writes:
+        return lambda: None
+    folders = json.loads(writes)
+    spec = importlib.util.spec_from_file_location("landlock", Path(__file__).with_name("landlock.py"))
+    if spec is None or spec.loader is None:
+        raise ImportError("landlock.py")
+    landlock = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(landlock)
+    return lambda: landlock.confine_writes(folders)
+
+
+def _start(argv: list[str], closing: list[int], confine: Callable[[], None]) -> int:
     pid = os.fork()
     if pid:
         return pid
@@ -125,14 +144,16 @@ def _start(argv: list[str], closing: list[int]) -> int:
         for fd in closing:
             os.close(fd)
         os.setsid()  # out of session-lsp's session (and its terminal), and out of our group: ours is ours alone
+        confine()  # never runs unconfined when asked to be: a failure ends here
         os.execvp(argv[0], argv)
     except OSError as exc:
-        os.write(2, f"{argv[0]}: {exc.strerror}\n".encode())
+        os.write(2, f"{argv[0]}: {exc.strerror or exc}\n".encode())
     os._exit(127)
 
 
 def main(args: list[str]) -> int:
-    lifeline, status_fd, argv = int(args[0]), int(args[1]), args[2:]
+    lifeline, status_fd, argv = int(args[0]), int(args[1]), args[3:]
+    confine = _confinement(args[2])
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
@@ -142,7 +163,7 @@ def main(args: list[str]) -> int:
     signal.set_wakeup_fd(wake_w)
     for sig in HANDLED:
         signal.signal(sig, lambda *_: None)  # the wakeup descriptor says which came
-    command = _start(argv, [lifeline, status_fd, wake_r, wake_w])
+    command = _start(argv, [lifeline, status_fd, wake_r, wake_w], confine)
     try:
         os.write(status_fd, f"{command}\n".encode())
     except OSError:
