@@ -31,9 +31,10 @@ SETTLE = 30.0
 """A hang detector: the index that has not caught up by then never will."""
 
 
-def fresh_check(projects: Path) -> list[tuple[str, int, str]]:
-    """(path, 0-based line, code) of every finding, as a `check --json` without any cache gives them."""
-    env = {**os.environ, "SESSION_LSP_NO_CACHE": "1"}
+def fresh_check(projects: Path, *, cached: bool = False) -> list[tuple[str, int, str]]:
+    """(path, 0-based line, code) of every finding, as a `check --json` without any cache gives them (with `cached`,
+    through the persistent index, as this test's environment has it)."""
+    env = {**os.environ} if cached else {**os.environ, "SESSION_LSP_NO_CACHE": "1"}
     out = subprocess.run(
         [sys.executable, "-m", "server.cli", "check", "--json", "--projects-dir", str(projects)],
         capture_output=True, check=False, cwd=ROOT, env=env,
