@@ -115,6 +115,14 @@ def _identity(folder: Path) -> tuple[int, int] | None:
     return (st.st_ino, st.st_dev) if os.path.isdir(folder) else None
 
 
+def changed_stat(path: str) -> os.stat_result:
+    """An entry's `lstat` with its change time as its mtime, for the polling observer, whose snapshots compare sizes
+    and mtimes only: a rewrite of the same size with the mtime put back (`touch -r`, a sync tool keeping times) moves
+    the change time, as any write and any change of mtime does."""
+    st = os.lstat(path)
+    return os.stat_result(st[:10], {"st_mtime": st.st_ctime, "st_ctime": st.st_ctime, "st_atime": st.st_atime})
+
+
 def nearest_existing(folder: Path) -> Path:
     for parent in (folder, *folder.parents):
         if parent.is_dir():
@@ -168,7 +176,7 @@ class IndexWatcher:
 
     def _polling_observer(self) -> Any:
         # polling takes a link as what it is (`lstat`): its default `stat` walked through a link to `/` or `/proc`
-        return PollingObserverVFS(os.lstat, os.scandir, polling_interval=self.poll_interval)
+        return PollingObserverVFS(changed_stat, os.scandir, polling_interval=self.poll_interval)
 
     def _native_observer(self) -> Any:
         try:
