@@ -686,14 +686,18 @@ class ProjectIndex:
         return report
 
     def _stamp(self, key: SessionKey, members: list[FileState]) -> list[Any] | None:
-        """The members' identities, when every member is read to the end of the file as it is now."""
+        """The members' identities, when every member is read to the end of the file as it is now: each file's
+        identity the one it had when read (a file replaced since, even by one of the same size and mtime, has checks
+        of its own that these are not)."""
         if self._database() is None:
             return None
         for s in members:
             if s.read.tail or s.size != s.read.offset:
                 return None
         stamp = stamps([s.path for s in members], legacy_ids(key[0]))
-        if stamp is None or any(row[3] != s.size for row, s in zip(stamp[0], members)):
+        if stamp is None or any(
+            row[1:] != [s.device, s.inode, s.size, s.mtime_ns, s.ctime_ns] for row, s in zip(stamp[0], members)
+        ):
             return None
         return stamp
 

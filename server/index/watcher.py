@@ -8,6 +8,9 @@ When the system's inotify limits leave the native observer unable to start, or u
 (`server.index.watchcover`, checked after the first scan and every `COVER_CHECK_S` seconds, and a short count
 confirmed `COVER_SETTLE_S` later), the watcher polls instead, reads everything once more, and says why through
 `on_fallback`. `stop()` stops whichever observer is current, also one a switch to polling started meanwhile.
+
+Events the kernel dropped (its inotify queue overflowed: a burst of changes, or the process stopped a while) leave
+no hint of what changed: the watcher then reads the whole folder again, as when it comes back.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from watchdog.events import (
     DirDeletedEvent,
     DirModifiedEvent,
     DirMovedEvent,
+    EventsLostEvent,
     FileClosedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
@@ -54,9 +58,10 @@ CHANGES = [
     DirDeletedEvent,
     DirModifiedEvent,
     DirMovedEvent,
+    EventsLostEvent,
 ]
-"""The events asked for: every change, and not a file opened or closed unwritten (each read of a transcript,
-ours included, would be two events for the observer's threads to match and drop)."""
+"""The events asked for: every change and every loss of them, and not a file opened or closed unwritten (each read
+of a transcript, ours included, would be two events for the observer's threads to match and drop)."""
 COVER_CHECK_S = 60.0
 """How often the native watcher's coverage of the folders is checked again (new folders may find no watch left)."""
 COVER_SETTLE_S = 5.0
@@ -65,11 +70,15 @@ new folders (`cp -r`, `tar x`) has its watches added some time after the folders
 
 
 class _Hints(PatternMatchingEventHandler):
-    def __init__(self, sink: Callable[[Path], None]) -> None:
+    def __init__(self, sink: Callable[[Path], None], root: Path) -> None:
         super().__init__(patterns=PATTERNS, ignore_directories=False, case_sensitive=True)
         self.sink = sink
+        self.root = root
 
     def dispatch(self, event: FileSystemEvent) -> None:
+        if isinstance(event, EventsLostEvent):
+            self.sink(self.root)  # anything may have changed: the folder itself named reads it all again
+            return
         if event.is_directory:
             if event.event_type in ("deleted", "moved"):
                 self.sink(Path(os.fsdecode(event.src_path)))  # files below it left with it
@@ -104,6 +113,14 @@ def _identity(folder: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_ino, st.st_dev) if os.path.isdir(folder) else None
+
+
+def changed_stat(path: str) -> os.stat_result:
+    """An entry's `lstat` with its change time as its mtime, for the polling observer, whose snapshots compare sizes
+    and mtimes only: a rewrite of the same size with the mtime put back (`touch -r`, a sync tool keeping times) moves
+    the change time, as any write and any change of mtime does."""
+    st = os.lstat(path)
+    return os.stat_result(st[:10], {"st_mtime": st.st_ctime, "st_ctime": st.st_ctime, "st_atime": st.st_atime})
 
 
 def nearest_existing(folder: Path) -> Path:
@@ -159,7 +176,7 @@ class IndexWatcher:
 
     def _polling_observer(self) -> Any:
         # polling takes a link as what it is (`lstat`): its default `stat` walked through a link to `/` or `/proc`
-        return PollingObserverVFS(os.lstat, os.scandir, polling_interval=self.poll_interval)
+        return PollingObserverVFS(changed_stat, os.scandir, polling_interval=self.poll_interval)
 
     def _native_observer(self) -> Any:
         try:
@@ -259,7 +276,7 @@ class IndexWatcher:
             self._watch = None
         self._root_id = _identity(root)
         target = root if self._root_id is not None else nearest_existing(root)
-        handler = _Hints(self._hint) if target == root else _Wake(self._wake)
+        handler = _Hints(self._hint, root) if target == root else _Wake(self._wake)
         try:
             self._watch = self._observer.schedule(handler, str(target), recursive=target == root, event_filter=CHANGES)
         except OSError as exc:
@@ -342,7 +359,9 @@ class IndexWatcher:
         with self._cond:
             paths, self._pending = self._pending, set()
         changes = ChangeSet()
-        changes.merge(self.check_root(notify=False, force=self.index.projects_dir in paths))
+        whole = self.index.projects_dir in paths
+        changes.merge(self.check_root(notify=False, force=whole))
+        paths.discard(self.index.projects_dir)  # read whole just now, or gone and dropped
         for path in sorted(paths):
             if path.is_dir():
                 for sub in _transcripts_under(path):
