@@ -211,12 +211,14 @@ def restore_file(db: IndexDB, path: Path, loader: Callable[[], tuple[bytes, byte
 
 def storable(state: FileState) -> tuple[str, Identity, bytes, bytes] | None:
     """A file state as the database stores it (path, identity, read state, rows), if the file is settled and
-    read as it is on disk now; else None."""
+    read as it is on disk now (its whole identity, times included, the one it had when read: a rewrite of the same
+    size with its mtime put back, between the read and now, is another file's); else None."""
     try:
         st = os.stat(state.path)
     except OSError:
         return None
-    if (st.st_ino, st.st_dev, st.st_size) != (state.inode, state.device, state.size) or not settled(st):
+    now = (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if now != (state.inode, state.device, state.size, state.mtime_ns, state.ctime_ns) or not settled(st):
         return None
     return (str(state.path), Identity.of(state.path, st), *dump_file(state))
 
