@@ -19,6 +19,7 @@ from storage.recorder import INTERRUPTED_FOR_TOOL_USE, REJECTED_TOOL_USE
 
 REQUEST_CANCELLED = -32800
 REQUEST_FAILED = -32803
+INVALID_PARAMS = -32602
 
 
 def hung(marker: str, n: int = 0) -> str:
@@ -114,6 +115,21 @@ def test_the_progress_cancel_button_stops_a_turn_hung_in_a_tool(server: RawServe
     assert reply.get("result", {}).get("cancelled") is True, reply
     assert wait_gone(marker, LIVENESS) is not None, "the hung command outlived the cancelled turn"
     assert_interrupted_in_tool(path)
+
+
+def test_a_progress_token_in_use_is_refused(server: RawServer, work: Path, marker: str) -> None:
+    """A second turn given the token of a running one (LSP wants it unique) is refused, naming the field: before, it
+    took the token over, the first turn's end dropped it, and the second turn's cancel button stopped nothing."""
+    msg_id = start_hung_turn(server, work, marker, 0)
+    again = server.call(
+        "sessions/runTurn",
+        {"prompt": "two", "cwd": str(work), "provider": "anthropic", "workDoneToken": "progress-0"},
+        timeout=LIVENESS,
+    )
+    assert again.get("error", {}).get("code") == INVALID_PARAMS and "workDoneToken" in again["error"]["message"], again
+    server.notify("window/workDoneProgress/cancel", {"token": "progress-0"})  # still the first turn's
+    assert server.answer(msg_id, timeout=LIVENESS).get("result", {}).get("cancelled") is True
+    assert wait_gone(marker, LIVENESS) is not None
 
 
 def test_five_cancelled_hung_turns_then_a_turn_is_served(server: RawServer, work: Path, marker: str) -> None:

@@ -995,6 +995,8 @@ async def sessions_run_turn(ls: SessionServer, params: Any) -> dict[str, Any]:
     try:
         if work_token is not None and (isinstance(work_token, bool) or not isinstance(work_token, (str, int))):
             raise InvalidArgument("parameter 'workDoneToken' must be a string or an integer")
+        if work_token is not None and work_token in ls.turn_progress:  # its cancel button would stop the other turn
+            raise InvalidArgument("parameter 'workDoneToken' is the token of a turn still running; use a new one")
         service = _service(ls)
         service.same_projects_dir(plain)
         in_store = service.store_turn_target(plain)
