@@ -51,6 +51,7 @@ def test_a_command_writes_nothing_outside_the_working_directory(places: dict[str
     for command in attempts:
         text, failed = bash(work, command)
         assert failed and "denied" in text.lower(), (command, text)
+        assert text.endswith(bash_tool.CONFINED_HINT), text  # the model and the person are told why
     assert sorted(p.name for p in home.iterdir()) == [".bashrc", "notes.txt"]
     assert (home / ".bashrc").read_text() == "# mine\n" and (home / "notes.txt").read_text() == "keep me\n"
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -90,10 +91,17 @@ class BashTool:
         if timed_out:
             return ToolOutput(f"Command timed out after {limit_ms} ms\n{text}".strip(), is_error=True, extra=extra)
         if returncode != 0:
-            return ToolOutput(f"{text}\nExit code {returncode}".strip(), is_error=True, extra=extra)
+            hint = f"\n{CONFINED_HINT}" if writable is not None and _REFUSED.search(text) else ""
+            return ToolOutput(f"{text}\nExit code {returncode}{hint}".strip(), is_error=True, extra=extra)
         return ToolOutput(text or "(no output)", extra=extra)
 
 
+_REFUSED = re.compile(r"Permission denied|EACCES|Operation not permitted|EPERM")
+CONFINED_HINT = (
+    "(Commands may write only inside the working directory and $TMPDIR: session-lsp's sandbox refuses writes "
+    "elsewhere. Starting session-lsp with SESSION_LSP_BASH_SANDBOX=off lifts it.)"
+)
+"""Said after a failed command's output when it reads like a refused write, for the model and the person."""
 SANDBOX_SETTING = "SESSION_LSP_BASH_SANDBOX"
 """The environment variable of session-lsp that, set to `off`, lets Bash commands write anywhere the person may."""
 
