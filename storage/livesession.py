@@ -36,6 +36,7 @@ import orjson
 from storage.errors import InUse, Unsafe
 from storage.locking import open_private_below
 from storage.paths import config_home
+from storage.procinfo import pid_alive, proc_start
 from storage.wholefile import put_whole
 
 OUR_KIND = "bg"
@@ -73,30 +74,6 @@ def sessions_dir(config_dir: Path | None = None) -> Path:
 def config_dir_of(projects_dir: Path) -> Path:
     """The config home a projects folder belongs to (`<home>/projects`)."""
     return projects_dir.parent
-
-
-def pid_alive(pid: int) -> bool:
-    if pid <= 1:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def proc_start(pid: int) -> str | None:
-    """The process start time as the CLI records it (`procStart`): field 22 of
-    `/proc/<pid>/stat` on Linux; None where that is not available."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split(" ")
-    return fields[19] if len(fields) > 19 else None
 
 
 def record_alive(pid: int, recorded_start: object) -> bool:

@@ -199,7 +199,7 @@ def test_races_of_two_turn_commands(projects: Path, work: Path, marker: str) -> 
 # -- (c) the real CLI's registry ------------------------------------------------------------
 def _register_cli(config: Path, pid: int, sid: str, cwd: Path) -> Path:
     """A record as Claude Code 2.1.328 writes it for a running interactive session."""
-    from storage.livesession import proc_start
+    from storage.procinfo import proc_start
 
     record = {
         "pid": pid,

@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 from server.index.store import ChangeSet, ProjectIndex
 from storage.cache import cache_dir, open_private_folder
-from storage.livesession import pid_alive
+from storage.procinfo import pid_alive
 from storage.store_mirror import MirrorChange, StoreMirror
 from storage.store_source import StoreSource
 

@@ -21,20 +21,12 @@ import threading
 import time
 from collections.abc import Callable
 
+from storage.procinfo import pid_alive, stat_fields
+
 log = logging.getLogger(__name__)
 
 POLL_S = 1.0
 """How often a process is looked at where it cannot be waited for."""
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """The fields of `/proc/<pid>/stat` after the command name (state first), or None."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    return stat[stat.rfind(")") + 2 :].split(" ")
 
 
 @functools.cache
@@ -45,7 +37,7 @@ def launch_ancestry() -> dict[int, str | None]:
     out: dict[int, str | None] = {}
     pid = os.getppid()
     while pid > 0 and pid not in out:
-        fields = _stat_fields(pid)
+        fields = stat_fields(pid)
         out[pid] = fields[19] if fields is not None and len(fields) > 19 else None
         if fields is None or len(fields) < 2:
             break
@@ -55,15 +47,9 @@ def launch_ancestry() -> dict[int, str | None]:
 
 def _running(pid: int, start: str | None) -> bool:
     """Alive, not a zombie, and started when it was first seen (where that is known)."""
-    fields = _stat_fields(pid)
-    if fields is None:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return start is None
+    fields = stat_fields(pid)
+    if fields is None:  # no `/proc`: only whether some process has that id
+        return pid_alive(pid) and start is None
     return fields[0] != "Z" and (start is None or (len(fields) > 19 and fields[19] == start))
 
 
