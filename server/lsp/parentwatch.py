@@ -4,7 +4,10 @@ LSP asks a server to exit once the process `processId` names is gone. The server
 with the editor, but not while another process still holds the pipe's other end (a child the editor left behind, a
 wrapper): such a server ran on, with its turns and the commands their tools started. Only an ancestor of the server
 is watched: an id from another PID namespace (an editor outside the container the server runs in) may name an
-unrelated process here, whose end must not stop the server.
+unrelated process here, whose end must not stop the server. Only a server started over stdio (its editor the
+process that launched it) watches at all: `serve` records the ancestry then (`launch_ancestry`); over `--tcp` the
+editor connects from anywhere, and its id, whatever process here it names (the shell that started the server),
+is not watched.
 
 On Linux the process is waited for through a pidfd (`os.pidfd_open`: readable once it has ended, whatever pid comes
 next); elsewhere, or where that is refused, it is looked at every `POLL_S` seconds, its start time compared so that a
@@ -13,7 +16,6 @@ reused pid does not pass for it.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import select
@@ -29,11 +31,18 @@ POLL_S = 1.0
 """How often a process is looked at where it cannot be waited for."""
 
 
-@functools.cache
+_launch: dict[int, str | None] | None = None
+"""The ancestry `launch_ancestry` recorded; None: none was (no editor launched this server over stdio)."""
+
+
 def launch_ancestry() -> dict[int, str | None]:
     """This process's parent, its parent's parent, ... (to the first process, or as far as `/proc` tells), each with
-    its start time where known, as they were at the first call: `serve` calls it as it starts, before it answers
-    `initialize` (an editor may be gone by the time pygls handles that request, the server then its orphan)."""
+    its start time where known, as they were at the first call, recorded for `watch_parent`: `serve` over stdio calls
+    it as it starts, before it answers `initialize` (an editor may be gone by the time pygls handles that request,
+    the server then its orphan)."""
+    global _launch
+    if _launch is not None:
+        return _launch
     out: dict[int, str | None] = {}
     pid = os.getppid()
     while pid > 0 and pid not in out:
@@ -42,6 +51,7 @@ def launch_ancestry() -> dict[int, str | None]:
         if fields is None or len(fields) < 2:
             break
         pid = int(fields[1])
+    _launch = out
     return out
 
 
@@ -76,11 +86,14 @@ def _wait_gone(pid: int, start: str | None) -> None:
 
 def watch_parent(pid: int | None, on_gone: Callable[[], None]) -> bool:
     """Call `on_gone` (on a thread of its own) once the process `pid` has ended (at once if it has already), when it
-    was an ancestor of this process at its launch (`launch_ancestry`); False (nothing watched) for no id, or an id
-    that named no ancestor."""
+    was an ancestor of this process at its launch (`launch_ancestry`); False (nothing watched) for no id, an id
+    that named no ancestor, or a server whose launch was not recorded (not started by its editor: `--tcp`)."""
     if pid is None or pid <= 1:
         return False
-    ancestry = launch_ancestry()
+    ancestry = _launch
+    if ancestry is None:
+        log.info("processId %s: this server was not launched by its editor (over stdio): not watched", pid)
+        return False
     if pid not in ancestry:
         log.info("processId %s is no ancestor of the server: not watched", pid)
         return False
