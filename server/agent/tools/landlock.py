@@ -3,8 +3,10 @@
 A Bash command the person allowed still runs with their rights; what keeps it inside the turn's sandbox is the
 kernel: before the command starts, its process is restricted (`landlock_restrict_self`, inherited by every process
 it starts, never lifted) so that it may create, write, truncate, rename into, link into or remove files only below
-the folders given. Reading and running programs are not restricted. `PR_SET_NO_NEW_PRIVS` comes with it (Landlock
-needs it): a set-user-id program (`sudo`) gains nothing.
+the folders given (truncating only from Landlock ABI 3, Linux 6.2: an older kernel cannot refuse `truncate(2)`;
+nor does any version cover a file's times, mode, owner or extended attributes). Reading and running programs are
+not restricted. `PR_SET_NO_NEW_PRIVS` comes with it (Landlock needs it): a set-user-id program (`sudo`) gains
+nothing.
 
 Standard library only: the Bash supervisor (`supervise.py`, run isolated) loads this file by its path.
 """
