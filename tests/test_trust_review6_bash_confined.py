@@ -46,8 +46,9 @@ def test_a_command_writes_nothing_outside_the_working_directory(places: dict[str
         f"mv {home}/notes.txt {work}/taken.txt",
         f"ln -s /etc/passwd {home}/link",
         f"mkdir {home}/made",
-        f"truncate -s 0 {home}/notes.txt",
     ]
+    if bash_tool.landlock.abi() >= 3:  # truncation is Landlock's from ABI 3 (Linux 6.2)
+        attempts.append(f"truncate -s 0 {home}/notes.txt")
     for command in attempts:
         text, failed = bash(work, command)
         assert failed and "denied" in text.lower(), (command, text)
@@ -78,6 +79,31 @@ def test_the_confinement_holds_for_what_the_command_starts(places: dict[str, Pat
         f"python3 -c \"open('{home}/c', 'w')\" ; wait; sleep 0.3",
     )
     assert sorted(p.name for p in home.iterdir()) == [".bashrc", "notes.txt"]
+
+
+def test_no_abstract_socket_of_another_domain(places: dict[str, Path]) -> None:
+    """An abstract Unix socket made outside the command (an X server's, through which keystrokes reach a terminal)
+    cannot be connected to from it (Landlock ABI 6); one the command makes itself can."""
+    import socket
+
+    if bash_tool.landlock.abi() < 6:
+        pytest.skip("Landlock before ABI 6 cannot scope abstract sockets")  # never under CI's kernel (ABI 7)
+    outside = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    name = f"session-lsp-test-{places['work'].name}-{id(outside)}"
+    outside.bind("\0" + name)
+    outside.listen(1)
+    try:
+        probe = (
+            "import socket,sys\n"
+            "s=socket.socket(socket.AF_UNIX,socket.SOCK_STREAM)\n"
+            f"s.connect('\\0{name}')\n"
+            "print('connected')\n"
+        )
+        (places["work"] / "probe.py").write_text(probe)
+        text, failed = bash(places["work"], "python3 probe.py")
+        assert failed and "connected" not in text, text
+    finally:
+        outside.close()
 
 
 def test_off_by_the_persons_choice(places: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -44,6 +44,10 @@ _REFER = 1 << 13
 """ABI 2: linking or renaming a file into another folder."""
 _TRUNCATE = 1 << 14
 """ABI 3: truncating a file."""
+_SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
+"""ABI 6: no connecting to an abstract Unix socket made outside the command's domain (an X server's, through which a
+command could type into your terminal). Signals are left unscoped: a later call must still stop a job an earlier one
+left running."""
 
 DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr")
 """Files outside the folders that a command may still write: the sink every shell redirects to, and its own output
@@ -92,8 +96,12 @@ def confine_writes(folders: list[str]) -> None:
         raise Unconfined("the kernel offers no Landlock (Linux 5.13 or later, with Landlock on)")
     handled, on_files = _rights(version)
     call = _syscall()
-    attr = ctypes.create_string_buffer(struct.pack("=Q", handled))
-    ruleset = call(_SYS_CREATE_RULESET, attr, ctypes.c_size_t(len(attr.raw)), ctypes.c_uint32(0))
+    if version >= 6:  # the third form of the ruleset: file rights, network rights (none handled), scopes
+        packed = struct.pack("=QQQ", handled, 0, _SCOPE_ABSTRACT_UNIX_SOCKET)
+    else:
+        packed = struct.pack("=Q", handled)
+    attr = ctypes.create_string_buffer(packed, len(packed))
+    ruleset = call(_SYS_CREATE_RULESET, attr, ctypes.c_size_t(len(packed)), ctypes.c_uint32(0))
     if ruleset < 0:
         raise Unconfined(ctypes.get_errno(), f"landlock_create_ruleset: {os.strerror(ctypes.get_errno())}")
     try:
