@@ -17,11 +17,14 @@ def stat_fields(pid: int) -> list[str] | None:
     return stat[stat.rfind(")") + 2 :].split(" ")
 
 
-def proc_start(pid: int) -> str | None:
-    """The process start time as the CLI records it (`procStart`): field 22 of `/proc/<pid>/stat` on Linux; None
-    where that is not available."""
-    fields = stat_fields(pid)
+def start_of(fields: list[str] | None) -> str | None:
+    """The start time among a process's `stat_fields` (field 22 of `/proc/<pid>/stat`); None where it is not there."""
     return fields[19] if fields is not None and len(fields) > 19 else None
+
+
+def proc_start(pid: int) -> str | None:
+    """The process start time as the CLI records it (`procStart`); None where that is not available."""
+    return start_of(stat_fields(pid))
 
 
 def pid_alive(pid: int) -> bool:

@@ -73,6 +73,11 @@ class FileState:
         return self.read.offset
 
     @property
+    def identity(self) -> list[int]:
+        """The file's identity when it was read, in the order `stat_identity` gives a file's now."""
+        return [self.device, self.inode, self.size, self.mtime_ns, self.ctime_ns]
+
+    @property
     def problems(self) -> list[LineProblem]:
         return self.transcript.problems
 

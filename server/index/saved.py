@@ -209,6 +209,12 @@ def restore_file(db: IndexDB, path: Path, loader: Callable[[], tuple[bytes, byte
     return load_file(path, identity, blob, loader)
 
 
+def stat_identity(st: os.stat_result) -> list[int]:
+    """A file's identity now (device, inode, size, mtime, change time): what a session's stamp holds of each file, and
+    what `FileState.identity` holds of it as read."""
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
 def storable(state: FileState) -> tuple[str, Identity, bytes, bytes] | None:
     """A file state as the database stores it (path, identity, read state, rows), if the file is settled and
     read as it is on disk now (its whole identity, times included, the one it had when read: a rewrite of the same
@@ -217,8 +223,7 @@ def storable(state: FileState) -> tuple[str, Identity, bytes, bytes] | None:
         st = os.stat(state.path)
     except OSError:
         return None
-    now = (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    if now != (state.inode, state.device, state.size, state.mtime_ns, state.ctime_ns) or not settled(st):
+    if stat_identity(st) != state.identity or not settled(st):
         return None
     return (str(state.path), Identity.of(state.path, st), *dump_file(state))
 
@@ -273,7 +278,7 @@ def stamps(members: Iterable[Path], legacy: list[str]) -> list[Any] | None:
             return None
         if not settled(st):
             return None
-        out.append([str(p), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns])
+        out.append([str(p), *stat_identity(st)])
     return [out, legacy]
 
 

@@ -695,9 +695,7 @@ class ProjectIndex:
             if s.read.tail or s.size != s.read.offset:
                 return None
         stamp = stamps([s.path for s in members], legacy_ids(key[0]))
-        if stamp is None or any(
-            row[1:] != [s.device, s.inode, s.size, s.mtime_ns, s.ctime_ns] for row, s in zip(stamp[0], members)
-        ):
+        if stamp is None or any(row[1:] != s.identity for row, s in zip(stamp[0], members)):
             return None
         return stamp
 

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from storage.procinfo import pid_alive, stat_fields
+from storage.procinfo import pid_alive, start_of, stat_fields
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def launch_ancestry() -> dict[int, str | None]:
     pid = os.getppid()
     while pid > 0 and pid not in out:
         fields = stat_fields(pid)
-        out[pid] = fields[19] if fields is not None and len(fields) > 19 else None
+        out[pid] = start_of(fields)
         if fields is None or len(fields) < 2:
             break
         pid = int(fields[1])
@@ -60,7 +60,7 @@ def _running(pid: int, start: str | None) -> bool:
     fields = stat_fields(pid)
     if fields is None:  # no `/proc`: only whether some process has that id
         return pid_alive(pid) and start is None
-    return fields[0] != "Z" and (start is None or (len(fields) > 19 and fields[19] == start))
+    return fields[0] != "Z" and (start is None or start_of(fields) == start)
 
 
 def _wait_gone(pid: int, start: str | None) -> None:
