@@ -312,14 +312,17 @@ def _check_reach(f: FileState, out: list[Diagnostic]) -> None:
 def _unreached(chain: list[Row], reached: set[str]) -> list[Row]:
     """The rows of `chain` resume leaves out once `reached` (grown here) takes in the rows of one response with a
     reached one, and the tool results hanging off a reached row: those come back with resume."""
+    left = [r for r in chain if r.uuid not in reached]
+    if not left:  # the walks reached every row: most files
+        return left
     reached_msgs = {r.message_id for r in chain if r.message_id and r.uuid in reached}
-    for r in chain:
-        if r.uuid not in reached and r.message_id in reached_msgs and r.type == "assistant":
+    for r in left:
+        if r.message_id in reached_msgs and r.type == "assistant":
             reached.add(r.uuid or "")
-    for r in chain:
+    for r in left:
         if r.uuid not in reached and r.tool_result_ids and (r.parent in reached or r.source_tool_assistant in reached):
             reached.add(r.uuid or "")
-    return [r for r in chain if r.uuid not in reached]
+    return [r for r in left if r.uuid not in reached]
 
 
 def _branches(rows: list[Row]) -> list[tuple[Row, int]]:
