@@ -12,6 +12,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -453,3 +454,22 @@ def test_ctrl_c_stops_the_turn_command_while_bash_runs(
     assert gone(reaper[1:]), "the sleep started by Bash outlived the command"
     last = [r for r in rows(result["path"]) if r.get("type") == "user"][-1]
     assert last["message"]["content"] == [{"type": "text", "text": "[Request interrupted by user for tool use]"}]
+
+
+# -- 5. the scratch folder ($TMPDIR) goes with the call ----------------------------------------------
+
+
+def test_no_scratch_folder_when_the_sandbox_is_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unconfined (`SESSION_LSP_BASH_SANDBOX=off`), a command gets the person's own `TMPDIR`, and session-lsp makes
+    no scratch folder for it (before: one per call, made and removed unused)."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("SESSION_LSP_BASH_SANDBOX", "off")
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again, as a process started with it would
+    command = f'echo "$TMPDIR"; ls -A {temp}'
+    out = run_calls([ToolCall("b", "Bash", {"command": command})], make_tools(["Bash"]), ToolContext(work))
+    assert out["b"].content == str(temp), out["b"].content  # nothing made in the temporary folder for the call
+    assert list(temp.iterdir()) == []

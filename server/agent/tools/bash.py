@@ -57,13 +57,16 @@ class BashTool:
         command = string_arg(tool_input, "command") or ""
         limit_ms = timeout_ms(tool_input)
         ctx.checkpoint()
+        if not sandboxed():  # unconfined: the command writes where it likes, its own TMPDIR included
+            return self._run(command, limit_ms, ctx, None, None)
         with _scratch() as scratch:
-            return self._run(command, limit_ms, ctx, scratch)
+            return self._run(command, limit_ms, ctx, scratch, confined_writes(ctx, scratch))
 
-    def _run(self, command: str, limit_ms: int, ctx: ToolContext, scratch: str) -> ToolOutput:
-        writable = confined_writes(ctx, scratch)
+    def _run(
+        self, command: str, limit_ms: int, ctx: ToolContext, scratch: str | None, writable: list[str] | None
+    ) -> ToolOutput:
         env = dict(ctx.env)
-        if writable is not None:
+        if scratch is not None:
             env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)
         run = Supervised(["bash", "-c", command], cwd=str(ctx.cwd), env=env, writable=writable)
         out, err = _Capture(run.proc.stdout), _Capture(run.proc.stderr)
@@ -106,24 +109,30 @@ SANDBOX_SETTING = "SESSION_LSP_BASH_SANDBOX"
 """The environment variable of session-lsp that, set to `off`, lets Bash commands write anywhere the person may."""
 
 
-def confined_writes(ctx: ToolContext, scratch: str) -> list[str] | None:
-    """The folders a command may write below: the turn's sandbox root and its scratch folder; None (no confinement)
-    only when session-lsp was started with `SESSION_LSP_BASH_SANDBOX=off`. A `ToolError` where the kernel cannot
-    confine a command: it is not run unconfined unasked."""
+def sandboxed() -> bool:
+    """Whether commands run confined: false only when session-lsp was started with `SESSION_LSP_BASH_SANDBOX=off`.
+    A `ToolError` where the kernel cannot confine a command: it is not run unconfined unasked."""
     if os.environ.get(SANDBOX_SETTING, "").strip().lower() == "off":
-        return None
+        return False
     if landlock.abi() < 1:
         raise ToolError(
             "Bash runs only with its writes confined to the working directory, which needs Linux Landlock (Linux "
             f"5.13 or later, with Landlock on); this system offers none. Start session-lsp with {SANDBOX_SETTING}=off "
             "to run commands unconfined."
         )
-    return [str(ctx.root), scratch]
+    return True
+
+
+def confined_writes(ctx: ToolContext, scratch: str) -> list[str] | None:
+    """The folders a command may write below: the turn's sandbox root and its scratch folder; None (no confinement)
+    only when session-lsp was started with `SESSION_LSP_BASH_SANDBOX=off`; a `ToolError` as `sandboxed` says."""
+    return [str(ctx.root), scratch] if sandboxed() else None
 
 
 @contextlib.contextmanager
 def _scratch() -> Iterator[str]:
-    """A private folder for the call's temporary files (`TMPDIR`), removed once the call is over."""
+    """A private folder for a confined call's temporary files (`TMPDIR`), removed once the call is over. An
+    unconfined call gets none: it may write in the person's own temporary folder, as any program they run."""
     folder = tempfile.mkdtemp(prefix="session-lsp-bash-")
     try:
         yield folder
