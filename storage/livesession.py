@@ -237,9 +237,17 @@ os.register_at_fork(
 
 
 def _put_record(path: Path, record: dict[str, Any]) -> None:
-    """Write a registry record whole. The registry folder is walked below its config home taking no link: one swapped
-    for a link out gets no record (`Unsafe`), and the record is put in place whole by name in the folder opened."""
-    folder = open_private_below(path.parent.parent, [path.parent.name], path)
+    """Write a registry record whole. The registry folder is walked below its config home taking no link: one that is
+    a link (or no folder) gets no record (`Unsafe`, naming it), and the record is put in place whole by name in the
+    folder opened (a link or a FIFO planted under its name is replaced, never followed)."""
+    try:
+        folder = open_private_below(path.parent.parent, [path.parent.name], path)
+    except Unsafe:
+        raise Unsafe(
+            f"{path.parent} is a symbolic link or no folder: session-lsp writes no live-session record through it, "
+            f"and without one a Claude Code of {path.parent.parent} would take session {record.get('sessionId')} "
+            f"for free; nothing written (make {path.parent} a folder of its own, as Claude Code makes it)"
+        ) from None
     try:
         put_whole(folder, path.name, orjson.dumps(record), path, replace=True)
     finally:
@@ -254,10 +262,12 @@ class LiveMark:
     so a record never outlives its writer (a crash leaves a dead pid, which both sides ignore).
 
     The record is made in the registry of the config home as given and also in that of every other config home of
-    the same projects folder (`config_homes`) whose registry folder exists (a CLI ran there): a CLI of another name
+    the same projects folder (`config_homes`) whose registry exists (a CLI ran there): a CLI of another name
     of the folder (`~/.claude/projects` a link to another disk) reads only its own registry, and resumed the session
-    we were writing. Those other records are made where they can be (a folder there that is a link, or not ours to
-    write, gets none).
+    we were writing. A registry that is a link (to a folder outside, or to nowhere) or no folder, there as in the
+    home given, gets no record and refuses the writer (`Unsafe`): nothing is written through a link, and the CLI
+    of that home would not see us (before, the writer went on without that record). One we cannot write (another
+    user's, a read-only disk) gets none.
     """
 
     def __init__(
@@ -270,8 +280,10 @@ class LiveMark:
         entrypoint: str = "session-lsp",
     ) -> None:
         self.root = sessions_dir(config_dir)
-        self.others = [sessions_dir(home) for home in config_homes(config_dir)[1:] if sessions_dir(home).is_dir()]
-        """The registries of the folder's other config homes that exist: a record there too (see the docstring)."""
+        others = [sessions_dir(home) for home in config_homes(config_dir)[1:]]
+        self.others = [registry for registry in others if os.path.lexists(registry)]
+        """The registries of the folder's other config homes that exist, as anything (a link to nowhere too): a record
+        there too (see the docstring)."""
         self.session_id = session_id
         self.guard: subprocess.Popen[bytes] | None = None
         self.record: dict[str, Any] = {
@@ -306,12 +318,12 @@ class LiveMark:
         self.held = True
         try:
             _put_record(self.path, self.record)
+            for path in self.paths[1:]:
+                with contextlib.suppress(OSError):  # another home's registry we cannot write: none there
+                    _put_record(path, self.record)
         except BaseException:
             self.release()
             raise
-        for path in self.paths[1:]:
-            with contextlib.suppress(OSError, Unsafe):  # another home's registry: where it can be made
-                _put_record(path, self.record)
 
     def release(self) -> None:
         if not self.held:
