@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -569,3 +570,43 @@ def test_a_deep_scratch_folder_is_removed(tmp_path: Path) -> None:
     out = run_calls([ToolCall("b", "Bash", {"command": command})], make_tools(["Bash"]), ToolContext(tmp_path))["b"]
     assert not out.is_error, out.content
     assert_scratch_removed(tmp_path / "told")
+
+
+def test_a_scratch_folder_made_unwritable_by_its_command_is_removed() -> None:
+    """As a user no permission bypasses (`nobody`; root removes anything): the command took the rights off folders of
+    its scratch folder, and off the folder itself (`chmod` is beyond Landlock). Before, its removal failed on them
+    and the folder stayed."""
+    import nobody
+
+    setpriv, python = nobody.require()
+    for work in nobody.shared_dir():
+        nobody.give(work)
+        told = work / "told"
+        command = (
+            f'echo "$TMPDIR" > {told}; cd "$TMPDIR" && mkdir -p shut/in open && touch shut/in/f open/g && '
+            "chmod 000 shut/in && chmod 500 shut open && chmod 500 ."
+        )
+        script = (
+            "import sys\nfrom pathlib import Path\n"
+            "from server.agent.tools import ToolContext, make_tools\n"
+            "from server.agent.tools.runner import ToolCall, run_calls\n"
+            "out = run_calls([ToolCall('b', 'Bash', {'command': sys.argv[2]})], make_tools(['Bash']), "
+            "ToolContext(Path(sys.argv[1])))['b']\n"
+            "print(out.content)\nsys.exit(1 if out.is_error else 0)\n"
+        )
+        done = subprocess.run(
+            [setpriv, f"--reuid={nobody.NOBODY}", f"--regid={nobody.NOBODY}", "--clear-groups", "--"]
+            + [python, "-c", script, str(work), command],
+            env=nobody.cli_env(work, {"TMPDIR": "/tmp"}),
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=HANG,
+        )
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        scratch = Path(told.read_text().strip())
+        assert scratch.name.startswith("session-lsp-bash-"), scratch
+        if os.path.lexists(scratch):
+            subprocess.run(["chmod", "-R", "u+rwx", str(scratch)], check=False)  # root removes it, for a next run
+            shutil.rmtree(scratch, ignore_errors=True)
+            pytest.fail("the scratch folder whose rights its command took off was left behind")

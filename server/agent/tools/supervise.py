@@ -31,6 +31,7 @@ import json
 import os
 import select
 import signal
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -123,6 +124,7 @@ def kill_all_below() -> None:
 
 
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_O_PATH = getattr(os, "O_PATH", 0)
 REMOVE_ROUNDS = 20
 """Attempts at removing a folder that something else still fills (a tree not all killed, a second remover)."""
 
@@ -142,7 +144,7 @@ def remove_tree(folder: str) -> bool:
             return not os.path.lexists(folder)
         try:
             try:
-                inner = os.open(name, _FOLDER, dir_fd=above)
+                inner = _enter(above, name)
             except FileNotFoundError:
                 return True
             except OSError:
@@ -174,7 +176,7 @@ def _empty(top: int) -> None:
                 if _remove_entry(fd, name):
                     continue
                 try:
-                    inner = os.open(name, _FOLDER, dir_fd=fd)
+                    inner = _enter(fd, name)
                 except FileNotFoundError:
                     continue
                 fd, outer = inner, fd
@@ -196,6 +198,24 @@ def _empty(top: int) -> None:
                 os.rmdir(entered.pop(), dir_fd=fd)
     finally:
         os.close(fd)
+
+
+def _enter(folder: int, name: str) -> int:
+    """The folder `name` in the folder open as `folder`, opened to be emptied, taking no link (`NotADirectoryError`
+    for anything but a folder). A folder of ours its command took the rights off (`chmod 000`, `chmod 500`: beyond
+    Landlock) gets them back first: it is changed by its descriptor (`/proc/self/fd`), never by a name a link could
+    take."""
+    if not _O_PATH:
+        return os.open(name, _FOLDER, dir_fd=folder)
+    held = os.open(name, _O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    try:
+        st = os.fstat(held)
+        if st.st_mode & 0o700 != 0o700 and st.st_uid == os.geteuid():
+            with contextlib.suppress(OSError):
+                os.chmod(f"/proc/self/fd/{held}", stat.S_IMODE(st.st_mode) | 0o700)
+        return os.open(".", _FOLDER, dir_fd=held)
+    finally:
+        os.close(held)
 
 
 def _remove_entry(folder: int, name: str) -> bool:
