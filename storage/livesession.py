@@ -36,7 +36,7 @@ import orjson
 from storage.errors import InUse, Unsafe
 from storage.locking import open_private_below
 from storage.paths import config_home
-from storage.procinfo import pid_alive, proc_start
+from storage.procinfo import pid_alive, proc_start, start_of, stat_fields
 from storage.wholefile import put_whole
 
 OUR_KIND = "bg"
@@ -77,11 +77,17 @@ def config_dir_of(projects_dir: Path) -> Path:
 
 
 def record_alive(pid: int, recorded_start: object) -> bool:
-    """Alive, and (when both are known) started when the record says: a reused pid is not."""
+    """Alive, and (when both are known) started when the record says: a reused pid is not. A zombie (ended, not yet
+    reaped by its parent) is not alive: it writes nothing more. The CLI 2.1.328 takes one for alive all the same, so
+    a record of ours left by a writer killed before its parent reaped it kept the CLI off the session; a later writer
+    of ours removes such records (`sweep_ours`)."""
     if not pid_alive(pid):
         return False
+    fields = stat_fields(pid)
+    if fields is not None and fields[0] in ("Z", "X"):
+        return False
     if isinstance(recorded_start, str):
-        now = proc_start(pid)
+        now = start_of(fields)
         if now is not None and now != recorded_start:
             return False
     return True
@@ -94,12 +100,19 @@ RECORD_BYTES = 64 * 1024
 def _read(path: Path) -> dict[str, Any] | None:
     """A record's JSON object; None for anything else: damaged, too big, a symlink, or no regular
     file at all (a FIFO would block the reader, a link to a device would never end)."""
+    got = _read_file(path)
+    return got[0] if got is not None else None
+
+
+def _read_file(path: Path) -> tuple[dict[str, Any], tuple[int, int]] | None:
+    """`_read`, with the file's identity (device, inode) as read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return None
         raw = os.read(fd, RECORD_BYTES + 1)
     except OSError:
@@ -110,7 +123,22 @@ def _read(path: Path) -> dict[str, Any] | None:
         data = orjson.loads(raw) if len(raw) <= RECORD_BYTES else None
     except orjson.JSONDecodeError:
         return None
-    return data if isinstance(data, dict) else None
+    return (data, (st.st_dev, st.st_ino)) if isinstance(data, dict) else None
+
+
+def _remove_record(path: Path, identity: tuple[int, int] | None = None) -> None:
+    """Remove the record `path`, its registry folder reached below its config home taking no link
+    (`open_private_below`); with `identity`, only while it is still that file (ours are put in place whole, by a
+    rename: a record written since is another file). Nothing where the folder became a link (`Unsafe`) or anything
+    fails."""
+    with contextlib.suppress(OSError, Unsafe):
+        folder = open_private_below(path.parent.parent, [path.parent.name], path)
+        try:
+            now = os.stat(path.name, dir_fd=folder, follow_symlinks=False)
+            if identity is None or (now.st_dev, now.st_ino) == identity:
+                os.unlink(path.name, dir_fd=folder)
+        finally:
+            os.close(folder)
 
 
 def live_records(config_dir: Path | None = None) -> list[LiveRecord]:
@@ -173,7 +201,32 @@ def holder_of(session_id: str, config_dir: Path | None = None) -> LiveRecord | N
     return None
 
 
+def sweep_ours(config_dir: Path | None = None) -> None:
+    """Remove, from the registry of every config home of the projects folder, the records of writers of ours whose
+    process is gone, a zombie or its pid another process's (`record_alive`): left by a writer killed (SIGKILL) while
+    it held a session. The CLI sweeps the records of dead processes itself, but takes a zombie's for live ("running
+    in the background"). Only records we wrote (`writer`), each while it is still the file read."""
+    for home in config_homes(config_dir):
+        root = sessions_dir(home)
+        if not root.is_dir() or root.is_symlink():
+            continue
+        try:
+            names = os.listdir(root)
+        except OSError:
+            continue
+        for name in names:
+            stem, _, ext = name.partition(".")
+            if ext != "json" or not stem.isdigit() or str(int(stem)) != stem:
+                continue
+            got = _read_file(root / name)
+            if got is None or got[0].get("writer") != "session-lsp":
+                continue
+            if not record_alive(int(stem), got[0].get("procStart")):
+                _remove_record(root / name, got[1])
+
+
 def ensure_free(session_id: str, config_dir: Path | None = None) -> None:
+    sweep_ours(config_dir)
     holder = holder_of(session_id, config_dir)
     if holder is not None:
         raise SessionInUse(session_id, holder)
@@ -237,9 +290,17 @@ os.register_at_fork(
 
 
 def _put_record(path: Path, record: dict[str, Any]) -> None:
-    """Write a registry record whole. The registry folder is walked below its config home taking no link: one swapped
-    for a link out gets no record (`Unsafe`), and the record is put in place whole by name in the folder opened."""
-    folder = open_private_below(path.parent.parent, [path.parent.name], path)
+    """Write a registry record whole. The registry folder is walked below its config home taking no link: one that is
+    a link (or no folder) gets no record (`Unsafe`, naming it), and the record is put in place whole by name in the
+    folder opened (a link or a FIFO planted under its name is replaced, never followed)."""
+    try:
+        folder = open_private_below(path.parent.parent, [path.parent.name], path)
+    except Unsafe:
+        raise Unsafe(
+            f"{path.parent} is a symbolic link or no folder: session-lsp writes no live-session record through it, "
+            f"and without one a Claude Code of {path.parent.parent} would take session {record.get('sessionId')} "
+            f"for free; nothing written (make {path.parent} a folder of its own, as Claude Code makes it)"
+        ) from None
     try:
         put_whole(folder, path.name, orjson.dumps(record), path, replace=True)
     finally:
@@ -251,13 +312,16 @@ class LiveMark:
 
     The CLI allows one record per pid, named `<pid>.json`. The first session of a process is
     registered under its own pid; each further one under a guard child that exits when we do,
-    so a record never outlives its writer (a crash leaves a dead pid, which both sides ignore).
+    so a record never outlives its writer (a crash leaves a dead pid, which both sides ignore, and which the next
+    writer of ours removes: `sweep_ours`; the CLI takes a zombie's record for live until then).
 
     The record is made in the registry of the config home as given and also in that of every other config home of
-    the same projects folder (`config_homes`) whose registry folder exists (a CLI ran there): a CLI of another name
+    the same projects folder (`config_homes`) whose registry exists (a CLI ran there): a CLI of another name
     of the folder (`~/.claude/projects` a link to another disk) reads only its own registry, and resumed the session
-    we were writing. Those other records are made where they can be (a folder there that is a link, or not ours to
-    write, gets none).
+    we were writing. A registry that is a link (to a folder outside, or to nowhere) or no folder, there as in the
+    home given, gets no record and refuses the writer (`Unsafe`): nothing is written through a link, and the CLI
+    of that home would not see us (before, the writer went on without that record). One we cannot write (another
+    user's, a read-only disk) gets none.
     """
 
     def __init__(
@@ -270,8 +334,10 @@ class LiveMark:
         entrypoint: str = "session-lsp",
     ) -> None:
         self.root = sessions_dir(config_dir)
-        self.others = [sessions_dir(home) for home in config_homes(config_dir)[1:] if sessions_dir(home).is_dir()]
-        """The registries of the folder's other config homes that exist: a record there too (see the docstring)."""
+        others = [sessions_dir(home) for home in config_homes(config_dir)[1:]]
+        self.others = [registry for registry in others if os.path.lexists(registry)]
+        """The registries of the folder's other config homes that exist, as anything (a link to nowhere too): a record
+        there too (see the docstring)."""
         self.session_id = session_id
         self.guard: subprocess.Popen[bytes] | None = None
         self.record: dict[str, Any] = {
@@ -306,26 +372,21 @@ class LiveMark:
         self.held = True
         try:
             _put_record(self.path, self.record)
+            for path in self.paths[1:]:
+                with contextlib.suppress(OSError):  # another home's registry we cannot write: none there
+                    _put_record(path, self.record)
         except BaseException:
             self.release()
             raise
-        for path in self.paths[1:]:
-            with contextlib.suppress(OSError, Unsafe):  # another home's registry: where it can be made
-                _put_record(path, self.record)
 
     def release(self) -> None:
         if not self.held:
             return
         self.held = False
         for path in self.paths:
-            data = _read(path)
-            if data is not None and data.get("sessionId") == self.session_id:
-                with contextlib.suppress(OSError, Unsafe):  # a folder swapped for a link since: nothing removed there
-                    folder = open_private_below(path.parent.parent, [path.parent.name], path)
-                    try:
-                        os.unlink(path.name, dir_fd=folder)
-                    finally:
-                        os.close(folder)
+            got = _read_file(path)
+            if got is not None and got[0].get("sessionId") == self.session_id:
+                _remove_record(path, got[1])  # a folder swapped for a link since: nothing removed there
         with _MARK_LOCK:
             for path in self.paths:
                 _MARKED_BY_US.pop(path, None)

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -117,6 +119,17 @@ def wait_for_pids(path: Path, count: int) -> list[int]:
                 return pids
         time.sleep(0.02)
     pytest.fail(f"the command did not write {count} pids to {path}")
+
+
+FILL_SCRATCH = 'for i in $(seq 1000); do : > "$TMPDIR/f$i"; done'
+"""A command's first step: 1000 files in its scratch folder, which take their time to remove."""
+
+
+def assert_scratch_removed(told: Path) -> None:
+    """The scratch folder whose path a command wrote to `told` (its `$TMPDIR`, printed first) is gone."""
+    scratch = Path(told.read_text().strip())
+    assert scratch.name.startswith("session-lsp-bash-"), scratch  # the call's own, not the test's TMPDIR
+    assert not os.path.lexists(scratch), f"the Bash scratch folder was left behind: {sorted(os.listdir(scratch))[:5]}"
 
 
 @pytest.fixture
@@ -289,8 +302,10 @@ def test_runaway_regular_expression_is_bounded(sandbox: Path) -> None:
 
 def test_bash_timeout_kills_the_whole_tree(tmp_path: Path, reaper: list[int]) -> None:
     """A command whose children outlive it (one even in its own session, holding the output open)."""
-    pids_file = tmp_path / "pids"
-    command = f"setsid sleep 600 & echo $! >> {pids_file}; sleep 600 & echo $! >> {pids_file}; wait"
+    pids_file, told = tmp_path / "pids", tmp_path / "tmpdir"
+    command = f'echo "$TMPDIR" > {told}; '  # first: where its scratch folder is
+    command += f"setsid sleep 600 & echo $! >> {pids_file}; sleep 600 & echo $! >> {pids_file}; "
+    command += '(while :; do touch "$TMPDIR/x$RANDOM"; done) & wait'  # writing into the scratch folder as it goes
     ctx = ToolContext(tmp_path)
     thread, box = in_thread(
         lambda: run_calls([ToolCall("b", "Bash", {"command": command, "timeout": 700})], make_tools(["Bash"]), ctx)
@@ -301,6 +316,7 @@ def test_bash_timeout_kills_the_whole_tree(tmp_path: Path, reaper: list[int]) ->
     result = box[0]["b"]
     assert result.is_error and "timed out after 700 ms" in result.content, result.content
     assert gone(reaper), [p for p in reaper if alive(p)]
+    assert_scratch_removed(told)
 
 
 def test_bash_timeout_parameter_is_checked(tmp_path: Path) -> None:
@@ -389,7 +405,7 @@ def test_turn_cancelled_while_bash_runs(bash_model: ScriptedModelServer, tmp_pat
     token = CancelToken()
     events: list[TurnEvent] = []
     request = TurnRequest(
-        prompt=f"BASH sleep 600 & echo $! > {pids_file}; wait",
+        prompt=f'BASH {FILL_SCRATCH}; echo "$TMPDIR" > {project / "tmpdir"}; sleep 600 & echo $! > {pids_file}; wait',
         cwd=str(project),
         projects_dir=tmp_path / "config" / "projects",
         tools=("Bash",),
@@ -408,6 +424,7 @@ def test_turn_cancelled_while_bash_runs(bash_model: ScriptedModelServer, tmp_pat
     result = box[0]
     assert result.cancelled and result.stop_reason == "cancelled"
     assert gone(reaper), "the sleep started by Bash outlived the cancelled turn"
+    assert_scratch_removed(project / "tmpdir")  # by the time run_turn returned
     body = rows(result.path)
     chain = [r for r in body if r.get("type") in ("user", "assistant")]
     use = chain[-3]["message"]["content"][0]
@@ -430,7 +447,10 @@ def test_ctrl_c_stops_the_turn_command_while_bash_runs(
     command = [sys.executable, "-m", "server.cli", "turn", "--new", "--provider", "anthropic", "--allow", "Bash"]
     command += ["--cwd", str(project), "--projects-dir", str(projects), "--json"]
     proc = subprocess.Popen(
-        [*command, f"BASH sleep 600 & echo $! > {pids_file}; wait"],
+        [
+            *command,
+            f'BASH {FILL_SCRATCH}; echo "$TMPDIR" > {project / "tmpdir"}; sleep 600 & echo $! > {pids_file}; wait',
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -451,5 +471,142 @@ def test_ctrl_c_stops_the_turn_command_while_bash_runs(
     result = json.loads(stdout)
     assert result["cancelled"] is True
     assert gone(reaper[1:]), "the sleep started by Bash outlived the command"
+    assert_scratch_removed(project / "tmpdir")  # by the time the command exited
     last = [r for r in rows(result["path"]) if r.get("type") == "user"][-1]
     assert last["message"]["content"] == [{"type": "text", "text": "[Request interrupted by user for tool use]"}]
+
+
+# -- 5. the scratch folder ($TMPDIR) goes with the call ----------------------------------------------
+
+
+def scratch_call_in_child(tmp_path: Path, command: str) -> tuple[Path, int]:
+    """Run one Bash call that first writes its `$TMPDIR` and its supervisor's pid (`$PPID`) to a file, in a child
+    Python process that exits after the call (what the command left running ends with it, as with session-lsp);
+    return the scratch folder and the supervisor's pid, once that supervisor is gone."""
+    work = tmp_path / "work"
+    work.mkdir()
+    told = work / "told"
+    out = run_in_child(work, [call("b", "Bash", command=f'echo "$TMPDIR $PPID" > {told}; {command}')], enable=("Bash",))
+    assert not out["b"]["is_error"], out
+    scratch, supervisor = told.read_text().split()
+    assert Path(scratch).name.startswith("session-lsp-bash-"), scratch
+    assert gone([int(supervisor)]), "the supervisor outlived the process that ran the call"
+    return Path(scratch), int(supervisor)
+
+
+def test_scratch_folder_removed_though_a_background_job_keeps_writing_into_it(tmp_path: Path) -> None:
+    """A job left in the background writes into `$TMPDIR` without pause: before, the folder was removed under it
+    when the call ended, and the files it made meanwhile kept the folder there for good."""
+    scratch, _ = scratch_call_in_child(
+        tmp_path,
+        '(while :; do touch "$TMPDIR/x$RANDOM"; done) & '
+        'while [ "$(ls "$TMPDIR" | wc -l)" -lt 300 ]; do sleep 0.01; done',
+    )
+    assert not os.path.lexists(scratch), f"left behind, holding {len(os.listdir(scratch))} files"
+
+
+def test_scratch_folder_removal_follows_no_link(tmp_path: Path) -> None:
+    """Links the command planted in its scratch folder, to a folder and a file outside, are removed as links:
+    nothing they lead to is touched."""
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "keep.txt").write_text("keep\n")
+    (outside / "deep" / "keep.txt").write_text("keep too\n")
+    scratch, _ = scratch_call_in_child(
+        tmp_path,
+        f'ln -s {outside} "$TMPDIR/dir" && ln -s {outside}/keep.txt "$TMPDIR/file" && '
+        f'mkdir "$TMPDIR/sub" && ln -s {outside}/deep "$TMPDIR/sub/deep" && ln -s / "$TMPDIR/root"',
+    )
+    assert not os.path.lexists(scratch)
+    assert sorted(str(p.relative_to(outside)) for p in outside.rglob("*")) == ["deep", "deep/keep.txt", "keep.txt"]
+    assert (outside / "keep.txt").read_text() == "keep\n" and (
+        outside / "deep" / "keep.txt"
+    ).read_text() == "keep too\n"
+
+
+def test_no_scratch_folder_when_the_sandbox_is_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unconfined (`SESSION_LSP_BASH_SANDBOX=off`), a command gets the person's own `TMPDIR`, and session-lsp makes
+    no scratch folder for it (before: one per call, made and removed unused)."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("SESSION_LSP_BASH_SANDBOX", "off")
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again, as a process started with it would
+    out = run_calls(
+        [ToolCall("b", "Bash", {"command": f'echo "$TMPDIR"; ls -A {temp}'})], make_tools(["Bash"]), ToolContext(work)
+    )
+    assert out["b"].content == str(temp), out["b"].content  # nothing made in the temporary folder for the call
+    assert list(temp.iterdir()) == []
+
+
+def test_scratch_folder_stays_while_a_background_job_of_the_call_runs(tmp_path: Path, reaper: list[int]) -> None:
+    """What a call leaves in the background still has its `$TMPDIR` after the call (before: removed under it as the
+    call ended); the folder goes when the job ends, removed by the supervisor, the last of the tree."""
+    go, seen, told = tmp_path / "go", tmp_path / "seen", tmp_path / "told"
+    os.mkfifo(go)
+    command = (
+        f'echo "$TMPDIR $PPID" > {told}; '
+        f'(read x < {go}; echo late > "$TMPDIR/f" && cp "$TMPDIR/f" {seen}) > /dev/null 2>&1 &'
+    )
+    out = run_calls([ToolCall("b", "Bash", {"command": command})], make_tools(["Bash"]), ToolContext(tmp_path))["b"]
+    assert not out.is_error, out.content
+    scratch, supervisor = told.read_text().split()
+    reaper.append(int(supervisor))
+    assert os.path.isdir(scratch), "the scratch folder was removed while a job of the call still ran"
+    with open(go, "w") as fifo:  # the job goes on
+        fifo.write("go\n")
+    assert gone([int(supervisor)]), "the supervisor stayed after the job ended"
+    assert seen.read_text() == "late\n"  # the job wrote into its $TMPDIR after the call had returned
+    assert not os.path.lexists(scratch), "the supervisor left the scratch folder behind"
+
+
+def test_a_deep_scratch_folder_is_removed(tmp_path: Path) -> None:
+    """Folders nested 3000 deep in `$TMPDIR`: deeper than a recursive removal goes (before: RecursionError, the
+    call failed and the folder stayed)."""
+    made = "import os; os.chdir(os.environ['TMPDIR'])\nfor _ in range(3000): os.mkdir('d'); os.chdir('d')"
+    command = f'echo "$TMPDIR" > {tmp_path / "told"}; python3 -c "{made}"'
+    out = run_calls([ToolCall("b", "Bash", {"command": command})], make_tools(["Bash"]), ToolContext(tmp_path))["b"]
+    assert not out.is_error, out.content
+    assert_scratch_removed(tmp_path / "told")
+
+
+def test_a_scratch_folder_made_unwritable_by_its_command_is_removed() -> None:
+    """As a user no permission bypasses (`nobody`; root removes anything): the command took the rights off folders of
+    its scratch folder, and off the folder itself (`chmod` is beyond Landlock). Before, its removal failed on them
+    and the folder stayed."""
+    import nobody
+
+    setpriv, python = nobody.require()
+    for work in nobody.shared_dir():
+        nobody.give(work)
+        told = work / "told"
+        command = (
+            f'echo "$TMPDIR" > {told}; cd "$TMPDIR" && mkdir -p shut/in open && touch shut/in/f open/g && '
+            "chmod 000 shut/in && chmod 500 shut open && chmod 500 ."
+        )
+        script = (
+            "import sys\nfrom pathlib import Path\n"
+            "from server.agent.tools import ToolContext, make_tools\n"
+            "from server.agent.tools.runner import ToolCall, run_calls\n"
+            "out = run_calls([ToolCall('b', 'Bash', {'command': sys.argv[2]})], make_tools(['Bash']), "
+            "ToolContext(Path(sys.argv[1])))['b']\n"
+            "print(out.content)\nsys.exit(1 if out.is_error else 0)\n"
+        )
+        done = subprocess.run(
+            [setpriv, f"--reuid={nobody.NOBODY}", f"--regid={nobody.NOBODY}", "--clear-groups", "--"]
+            + [python, "-c", script, str(work), command],
+            env=nobody.cli_env(work, {"TMPDIR": "/tmp"}),
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=HANG,
+        )
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        scratch = Path(told.read_text().strip())
+        assert scratch.name.startswith("session-lsp-bash-"), scratch
+        if os.path.lexists(scratch):
+            subprocess.run(["chmod", "-R", "u+rwx", str(scratch)], check=False)  # root removes it, for a next run
+            shutil.rmtree(scratch, ignore_errors=True)
+            pytest.fail("the scratch folder whose rights its command took off was left behind")

@@ -1,7 +1,8 @@
 """Bash: a shell command run in the working directory (off unless the user turns it on).
 
 The command's working directory is the session's, and what it writes is confined by the kernel (Linux Landlock,
-`landlock.py`) to that folder and to a scratch folder of its own (its `TMPDIR`, removed after the call): it reads what
+`landlock.py`) to that folder and to a scratch folder of its own (its `TMPDIR`, removed once nothing of the command is
+left, `make_scratch`): it reads what
 the person may read, but creates, changes or removes nothing outside the turn's sandbox. Where the kernel cannot
 confine it, Bash is refused, unless session-lsp was started with `SESSION_LSP_BASH_SANDBOX=off`. It runs in a session
 of its own under a supervisor that holds its whole tree (`processes.Supervised`); on timeout or cancel the whole tree
@@ -10,20 +11,18 @@ background process that keeps the output open cannot keep the call waiting."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
 from typing import IO, Any
 
 from server.agent.tools import landlock
 from server.agent.tools.base import ToolCancelled, ToolContext, ToolError, ToolOutput, int_arg, schema, string_arg
 from server.agent.tools.drain import DRAIN
 from server.agent.tools.processes import Supervised
+from server.agent.tools.supervise import remove_tree
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -57,15 +56,30 @@ class BashTool:
         command = string_arg(tool_input, "command") or ""
         limit_ms = timeout_ms(tool_input)
         ctx.checkpoint()
-        with _scratch() as scratch:
-            return self._run(command, limit_ms, ctx, scratch)
+        if not sandboxed():  # unconfined: the command writes where it likes, its own TMPDIR included
+            return self._run(command, limit_ms, ctx, None)
+        return self._run(command, limit_ms, ctx, make_scratch())
 
-    def _run(self, command: str, limit_ms: int, ctx: ToolContext, scratch: str) -> ToolOutput:
-        writable = confined_writes(ctx, scratch)
+    def _run(self, command: str, limit_ms: int, ctx: ToolContext, scratch: str | None) -> ToolOutput:
+        """Run `command`, confined when it has a `scratch` folder (made for it: see `make_scratch`)."""
         env = dict(ctx.env)
-        if writable is not None:
-            env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)
-        run = Supervised(["bash", "-c", command], cwd=str(ctx.cwd), env=env, writable=writable)
+        try:
+            writable = None
+            if scratch is not None:
+                writable = confined_writes(ctx, scratch)
+                env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)
+            run = Supervised(["bash", "-c", command], cwd=str(ctx.cwd), env=env, writable=writable, scratch=scratch)
+        except BaseException:
+            if scratch is not None:
+                remove_tree(scratch)
+            raise
+        try:
+            return self._wait(run, limit_ms, ctx, writable)
+        finally:
+            if scratch is not None and run.tree_ended():  # else the supervisor removes it when the tree ends
+                remove_tree(scratch)
+
+    def _wait(self, run: Supervised, limit_ms: int, ctx: ToolContext, writable: list[str] | None) -> ToolOutput:
         out, err = _Capture(run.proc.stdout), _Capture(run.proc.stderr)
         unregister = ctx.cancel.on_cancel(run.kill) if ctx.cancel is not None else (lambda: None)
         timed_out = False
@@ -106,29 +120,36 @@ SANDBOX_SETTING = "SESSION_LSP_BASH_SANDBOX"
 """The environment variable of session-lsp that, set to `off`, lets Bash commands write anywhere the person may."""
 
 
-def confined_writes(ctx: ToolContext, scratch: str) -> list[str] | None:
-    """The folders a command may write below: the turn's sandbox root and its scratch folder; None (no confinement)
-    only when session-lsp was started with `SESSION_LSP_BASH_SANDBOX=off`. A `ToolError` where the kernel cannot
-    confine a command: it is not run unconfined unasked."""
+def sandboxed() -> bool:
+    """Whether commands run confined: false only when session-lsp was started with `SESSION_LSP_BASH_SANDBOX=off`.
+    A `ToolError` where the kernel cannot confine a command: it is not run unconfined unasked."""
     if os.environ.get(SANDBOX_SETTING, "").strip().lower() == "off":
-        return None
+        return False
     if landlock.abi() < 1:
         raise ToolError(
             "Bash runs only with its writes confined to the working directory, which needs Linux Landlock (Linux "
             f"5.13 or later, with Landlock on); this system offers none. Start session-lsp with {SANDBOX_SETTING}=off "
             "to run commands unconfined."
         )
-    return [str(ctx.root), scratch]
+    return True
 
 
-@contextlib.contextmanager
-def _scratch() -> Iterator[str]:
-    """A private folder for the call's temporary files (`TMPDIR`), removed once the call is over."""
-    folder = tempfile.mkdtemp(prefix="session-lsp-bash-")
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+def confined_writes(ctx: ToolContext, scratch: str) -> list[str] | None:
+    """The folders a command may write below: the turn's sandbox root and its scratch folder; None (no confinement)
+    only when session-lsp was started with `SESSION_LSP_BASH_SANDBOX=off`; a `ToolError` as `sandboxed` says."""
+    return [str(ctx.root), scratch] if sandboxed() else None
+
+
+def make_scratch() -> str:
+    """A private folder (0700) for a confined call's temporary files (its `TMPDIR`), in the temporary folder by its
+    real path. It is removed once nothing of the command's tree is left to write into it (`supervise.remove_tree`,
+    which follows no link): by the call, as it ends, or when it timed out or was cancelled, once the tree is killed;
+    by the supervisor, when what the command left in the background ends (at the latest with session-lsp). An
+    unconfined call gets none: it may write in the person's own temporary folder, as any program they run."""
+    return tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=os.path.realpath(tempfile.gettempdir()))
+
+
+SCRATCH_PREFIX = "session-lsp-bash-"
 
 
 def timeout_ms(tool_input: dict[str, Any]) -> int:

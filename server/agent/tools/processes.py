@@ -103,17 +103,19 @@ class Supervised:
         cwd: str,
         env: Mapping[str, str] | None,
         writable: list[str] | None = None,
+        scratch: str | None = None,
         **popen: Any,
     ) -> None:
         """`writable`: the folders below which `argv` and all it starts may write (confined by the kernel before it
-        starts, `landlock.py`); None: no confinement."""
+        starts, `landlock.py`); None: no confinement. `scratch`: a folder the supervisor removes as it ends, once
+        nothing of the tree is left (`supervise.remove_tree`)."""
         conceal_process()  # before anything of the model's runs: it could read this process's environment
         line = lifeline()
         writes = json.dumps(writable) if writable is not None else ""
         self._status, status_w = os.pipe()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(SUPERVISOR), str(line), str(status_w), writes, *argv],
+                [sys.executable, "-I", "-S", str(SUPERVISOR), str(line), str(status_w), writes, scratch or "", *argv],
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -169,6 +171,11 @@ class Supervised:
     def kill(self) -> None:
         """SIGKILL the whole tree, the supervisor included."""
         kill_tree(self.proc)
+
+    def tree_ended(self) -> bool:
+        """Nothing of the command's tree is alive any more (what it started in the background included): nothing
+        of it can write again."""
+        return self.proc.poll() is not None or not descendants(self.proc.pid, living=True)
 
 
 def _ended(proc: subprocess.Popen[Any]) -> None:

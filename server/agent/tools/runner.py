@@ -3,7 +3,8 @@
 A failing tool never ends the turn: its error goes back to the model as an error result. Every
 call runs in a daemon thread with a deadline and a cancel token of its own, so the runner comes
 back within a poll interval once `should_stop()` turns true or a call outlives its time, whatever
-the tool is doing; the call's token is cancelled then, which kills the processes it started."""
+the tool is doing; the call's token is cancelled then, which kills the processes it started, and the runner gives
+the call a moment (`CLEANUP_S`) to clean up after itself."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ MAX_PARALLEL = 10
 holding its file's lines)."""
 GRACE_S = 2.0
 """How long past its deadline a call that does not stop by itself is waited for before it is abandoned."""
+CLEANUP_S = 1.0
+"""How long the runner waits, after stopping the calls left unfinished, for them to clean up (a Bash call removes
+its scratch folder once its tree is killed), before it returns all the same."""
 
 
 @dataclass
@@ -158,4 +162,7 @@ def run_calls(
         finally:
             for r in running:
                 r.stop()  # no-op for finished calls; kills what an unfinished one started
+            until = time.monotonic() + CLEANUP_S
+            for r in running:  # a process that ends as the runner returns (Ctrl-C of `turn`) ends its threads too
+                r.done.wait(max(0.0, until - time.monotonic()))
     return results

@@ -1,9 +1,11 @@
 """The program a Bash command runs under: it holds the command's whole process tree, and ends all of it
 when session-lsp dies, by any signal (SIGKILL included) or exit.
 
-Run isolated (`python -I -S supervise.py LIFELINE STATUS WRITES ARGV...`, by `processes.Supervised`), as a process
-group of its own in session-lsp's session. WRITES is a JSON list of the folders ARGV may write below (its writes are
-confined there by the kernel before it starts: `landlock.py`, loaded by its path), or empty for no confinement.
+Run isolated (`python -I -S supervise.py LIFELINE STATUS WRITES SCRATCH ARGV...`, by `processes.Supervised`), as a
+process group of its own in session-lsp's session. WRITES is a JSON list of the folders ARGV may write below (its
+writes are confined there by the kernel before it starts: `landlock.py`, loaded by its path), or empty for no
+confinement. SCRATCH is the folder made for the command's temporary files (its `TMPDIR`), or empty: it is removed
+(`remove_tree`) as this process ends, when nothing of the tree is left to write into it.
 It marks itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`), so
 every orphan of the tree, even one that left the session (`setsid`), becomes its child; starts ARGV as the
 leader of a session of its own (no controlling terminal; its process group is its pid); writes ARGV's pid and a
@@ -29,6 +31,7 @@ import json
 import os
 import select
 import signal
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -120,6 +123,119 @@ def kill_all_below() -> None:
     _reap()
 
 
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_O_PATH = getattr(os, "O_PATH", 0)
+REMOVE_ROUNDS = 20
+"""Attempts at removing a folder that something else still fills (a tree not all killed, a second remover)."""
+
+
+def remove_tree(folder: str) -> bool:
+    """Remove `folder` (an absolute real path) and everything below it; whether it is gone. No link is followed:
+    each folder is opened by name in the one above it with `O_NOFOLLOW`, so a link planted inside (to a folder
+    outside, to `/`) is removed as a link, and nothing it leads to is touched; neither is `folder` itself when it is
+    not a folder. One descriptor is held at a time (a tree nested deeper than the descriptors a process may hold is
+    removed too), a way back up (`..`) must lead to the folder it came from. Tried again a bounded number of times
+    while it is still there (something left writing into it)."""
+    parent, name = os.path.split(folder)
+    for _ in range(REMOVE_ROUNDS):
+        try:
+            above = os.open(parent, _FOLDER)
+        except OSError:
+            return not os.path.lexists(folder)
+        try:
+            try:
+                inner = _enter(above, name)
+            except FileNotFoundError:
+                return True
+            except OSError:
+                return False  # not a folder (a link, a file): not ours to remove
+            with contextlib.suppress(OSError):
+                _empty(inner)
+            try:
+                os.rmdir(name, dir_fd=above)
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                continue
+        finally:
+            os.close(above)
+    return not os.path.lexists(folder)
+
+
+def _empty(top: int) -> None:
+    """Remove everything in the folder open as `top` (closed here), depth first, holding one descriptor."""
+    fd = top
+    try:
+        ids = [os.fstat(fd)]
+        entered: list[str] = []
+        todo = [os.listdir(fd)]
+        while todo:
+            if todo[-1]:
+                name = todo[-1].pop()
+                if _remove_entry(fd, name):
+                    continue
+                try:
+                    inner = _enter(fd, name)
+                except FileNotFoundError:
+                    continue
+                fd, outer = inner, fd
+                os.close(outer)
+                ids.append(os.fstat(fd))
+                entered.append(name)
+                todo.append(os.listdir(fd))
+                continue
+            todo.pop()
+            ids.pop()
+            if not todo:
+                return
+            outer = os.open("..", _FOLDER, dir_fd=fd)
+            fd, inner = outer, fd
+            os.close(inner)
+            if not os.path.samestat(os.fstat(fd), ids[-1]):
+                return  # moved meanwhile: `..` is some other folder, nothing of which is removed
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(entered.pop(), dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _enter(folder: int, name: str) -> int:
+    """The folder `name` in the folder open as `folder`, opened to be emptied, taking no link (`NotADirectoryError`
+    for anything but a folder). A folder of ours its command took the rights off (`chmod 000`, `chmod 500`: beyond
+    Landlock) gets them back first: it is changed by its descriptor (`/proc/self/fd`), never by a name a link could
+    take."""
+    if not _O_PATH:
+        return os.open(name, _FOLDER, dir_fd=folder)
+    held = os.open(name, _O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    try:
+        st = os.fstat(held)
+        if st.st_mode & 0o700 != 0o700 and st.st_uid == os.geteuid():
+            with contextlib.suppress(OSError):
+                os.chmod(f"/proc/self/fd/{held}", stat.S_IMODE(st.st_mode) | 0o700)
+        return os.open(".", _FOLDER, dir_fd=held)
+    finally:
+        os.close(held)
+
+
+def _remove_entry(folder: int, name: str) -> bool:
+    """Remove `name` in the folder open as `folder` if it is no folder, or an empty one; whether it is gone."""
+    try:
+        os.unlink(name, dir_fd=folder)  # a link is removed as a link
+        return True
+    except FileNotFoundError:
+        return True
+    except (IsADirectoryError, PermissionError):
+        pass  # a folder (Linux says EISDIR, POSIX EPERM)
+    try:
+        os.rmdir(name, dir_fd=folder)
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 def _confinement(writes: str) -> Callable[[], None]:
     """What confines the command's writes to the folders of `writes` (a JSON list; empty: nothing)."""
     if not writes:
@@ -152,7 +268,7 @@ def _start(argv: list[str], closing: list[int], confine: Callable[[], None]) -> 
 
 
 def main(args: list[str]) -> int:
-    lifeline, status_fd, argv = int(args[0]), int(args[1]), args[3:]
+    lifeline, status_fd, scratch, argv = int(args[0]), int(args[1]), args[3], args[4:]
     confine = _confinement(args[2])
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -184,6 +300,8 @@ def main(args: list[str]) -> int:
                     pass  # nobody reads it any more: session-lsp is gone, and the lifeline says so next
                 os.close(status_fd)
         if not running and not _has_children():
+            if scratch:
+                remove_tree(scratch)  # nothing of the tree is left to write into it
             return 0
         try:
             ready, _, _ = select.select([lifeline, wake_r], [], [])
@@ -198,6 +316,8 @@ def main(args: list[str]) -> int:
             if running and not stopped:
                 _interrupt(command)
             kill_all_below()
+            if scratch:
+                remove_tree(scratch)
             return 0 if not running else 137
 
 
