@@ -93,6 +93,22 @@ def record_alive(pid: int, recorded_start: object) -> bool:
     return True
 
 
+def record_live(pid: int, data: dict[str, Any]) -> bool:
+    """Whether the record `<pid>.json` holding `data` names a writer still running: its process alive
+    (`record_alive`), or, for a record of ours made under a guard child (`LiveMark`), the writer process the guard
+    stands for. A command that SIGKILLs a guard leaves it a zombie while that writer still writes: its record must
+    keep the CLI off the session until the writer lets it go."""
+    if record_alive(pid, data.get("procStart")):
+        return True
+    writer = data.get("writerPid")
+    return (
+        data.get("writer") == "session-lsp"
+        and isinstance(writer, int)
+        and writer != pid
+        and record_alive(writer, data.get("writerStart"))
+    )
+
+
 RECORD_BYTES = 64 * 1024
 """A record is a small JSON object; more than this is not one."""
 
@@ -155,7 +171,7 @@ def live_records(config_dir: Path | None = None) -> list[LiveRecord]:
             continue
         pid = int(stem)
         data = _read(root / name)
-        if data is None or not record_alive(pid, data.get("procStart")):
+        if data is None or not record_live(pid, data):
             continue
         sid = data.get("sessionId")
         kind = data.get("kind")
@@ -203,9 +219,10 @@ def holder_of(session_id: str, config_dir: Path | None = None) -> LiveRecord | N
 
 def sweep_ours(config_dir: Path | None = None) -> None:
     """Remove, from the registry of every config home of the projects folder, the records of writers of ours whose
-    process is gone, a zombie or its pid another process's (`record_alive`): left by a writer killed (SIGKILL) while
-    it held a session. The CLI sweeps the records of dead processes itself, but takes a zombie's for live ("running
-    in the background"). Only records we wrote (`writer`), each while it is still the file read."""
+    process is gone, a zombie or its pid another process's (`record_live`: for a record made under a guard, the
+    writer it stands for too): left by a writer killed (SIGKILL) while it held a session. The CLI sweeps the records
+    of dead processes itself, but takes a zombie's for live ("running in the background"). Only records we wrote
+    (`writer`), each while it is still the file read."""
     for home in config_homes(config_dir):
         root = sessions_dir(home)
         if not root.is_dir() or root.is_symlink():
@@ -221,7 +238,7 @@ def sweep_ours(config_dir: Path | None = None) -> None:
             got = _read_file(root / name)
             if got is None or got[0].get("writer") != "session-lsp":
                 continue
-            if not record_alive(int(stem), got[0].get("procStart")):
+            if not record_live(int(stem), got[0]):
                 _remove_record(root / name, got[1])
 
 
@@ -361,6 +378,10 @@ class LiveMark:
             if any(root / f"{pid}.json" in _MARKED_BY_US for root in roots):
                 self.guard = _guard_process()
                 pid = self.guard.pid
+                self.record["writerPid"] = os.getpid()  # the record stays live while we are (`record_live`)
+                writer_start = proc_start(os.getpid())
+                if writer_start is not None:
+                    self.record["writerStart"] = writer_start
             self.path = self.root / f"{pid}.json"
             self.paths = [root / f"{pid}.json" for root in roots]
             for path in self.paths:

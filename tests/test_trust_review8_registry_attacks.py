@@ -226,3 +226,29 @@ def test_the_real_cli_resumes_a_session_whose_writer_was_killed(
     )
     assert done.returncode == 0, (done.stdout[-500:], done.stderr[-500:])
     assert path.stat().st_size > before, "the CLI did not continue the session"
+
+
+def test_a_killed_guards_record_stays_while_its_writer_lives(homes: dict[str, Path]) -> None:
+    """The second session a process holds is registered under a guard child (`<guard pid>.json`). A command that
+    SIGKILLs the guard leaves it a zombie while the writer still writes: its record must stay for the CLI (which
+    takes the zombie for live) until the writer releases it. Before, any later writer of ours swept it away as a
+    dead writer's, and `claude --resume` could take the session being written."""
+    first = SessionRecorder.create(homes["config"] / "projects", str(homes["shop"]), interval=None)
+    second = SessionRecorder.create(homes["config"] / "projects", str(homes["shop"]), interval=None)
+    try:
+        first.record_prompt("one")
+        second.record_prompt("two")
+        first.flush()
+        second.flush()
+        guarded = {r.pid: r for r in live_records(homes["config"]) if r.session_id == second.session_id}
+        (guard_pid,) = [pid for pid in guarded if pid != os.getpid()]
+        os.kill(guard_pid, signal.SIGKILL)
+        os.waitid(os.P_PID, guard_pid, os.WEXITED | os.WNOWAIT)  # a zombie: not reaped
+        record = homes["config"] / "sessions" / f"{guard_pid}.json"
+        third = SessionRecorder.create(homes["config"] / "projects", str(homes["shop"]), interval=None)
+        third.close()
+        assert record.is_file(), "a later writer of ours removed the record of a session still being written"
+    finally:
+        second.close()
+        first.close()
+    assert not (homes["config"] / "sessions" / f"{guard_pid}.json").exists()
